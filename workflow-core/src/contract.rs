@@ -1,0 +1,372 @@
+//! The parts of a handoff contract, ready to use in `#[handoff]` payloads.
+//!
+//! A handoff carries four parts besides its data (guarantee 1 of the design):
+//! the operation and the authority it is asked to exercise ([`Operation`],
+//! [`Scope`]), the evidence the sender relied on ([`Evidence`]), what it left
+//! unresolved ([`Uncertainty`]) and when the receiver must stop ([`StopWhen`]).
+//!
+//! None of these types has an optional or defaulted field: a part that goes
+//! missing on the wire is a deserialization error, never a silent default.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
+
+/// An authority: a decision or a side effect that exactly one agent owns.
+///
+/// `#[workflow]` generates one unit type per authority named in an
+/// `owns = [...]` list, in the workflow's `authority` module.
+pub trait Authority: Copy + Default + Send + Sync + 'static {
+    /// The authority's name as declared and as written on the wire.
+    const NAME: &'static str;
+}
+
+/// Marks that agent `Self` owns authority `A`; generated from `owns = [...]`.
+#[diagnostic::on_unimplemented(
+    message = "agent `{Self}` does not own authority `{A}`",
+    label = "this handoff asks the receiver to exercise `{A}`",
+    note = "a handoff can only delegate an authority its receiver owns: add it to the receiver's `owns = [...]`, or send the handoff to the agent that owns it"
+)]
+pub trait Owns<A: Authority> {}
+
+/// What the receiver is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Operation {
+    /// A short, stable name for the operation (`lookup_vpc`, `apply_plan`).
+    pub name: String,
+    /// What exactly is asked, in the sender's words.
+    pub detail: String,
+}
+
+impl Operation {
+    /// An operation with a name and a detail.
+    pub fn new(name: impl Into<String>, detail: impl Into<String>) -> Self {
+        Operation {
+            name: name.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// When a delegated authority expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Expiry {
+    /// Valid for the rest of the run.
+    Never,
+    /// Valid up to and including this hop of the run.
+    AtHop {
+        /// The last hop at which the authority may be exercised.
+        hop: u32,
+    },
+    /// Valid until this wall-clock time (milliseconds since the Unix epoch).
+    AtUnixMs {
+        /// The deadline.
+        ms: u64,
+    },
+}
+
+/// The authority a handoff asks its receiver to exercise, and until when.
+///
+/// The authority is a type, so the compiler checks that the receiver owns
+/// it; on the wire it is its name, and any other name is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope<A: Authority> {
+    /// When the delegation expires.
+    pub expires: Expiry,
+    authority: PhantomData<A>,
+}
+
+impl<A: Authority> Scope<A> {
+    /// A scope over `A` that never expires within the run.
+    pub fn new(_authority: A) -> Self {
+        Scope {
+            expires: Expiry::Never,
+            authority: PhantomData,
+        }
+    }
+
+    /// The same scope, expiring after `hop`.
+    pub fn until_hop(mut self, hop: u32) -> Self {
+        self.expires = Expiry::AtHop { hop };
+        self
+    }
+
+    /// The same scope, expiring at `ms` milliseconds since the Unix epoch.
+    pub fn until_unix_ms(mut self, ms: u64) -> Self {
+        self.expires = Expiry::AtUnixMs { ms };
+        self
+    }
+
+    /// The authority's name.
+    pub fn authority(&self) -> &'static str {
+        A::NAME
+    }
+}
+
+impl<A: Authority> Serialize for Scope<A> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Scope", 2)?;
+        st.serialize_field("authority", A::NAME)?;
+        st.serialize_field("expires", &self.expires)?;
+        st.end()
+    }
+}
+
+impl<'de, A: Authority> Deserialize<'de> for Scope<A> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Wire<'a> {
+            #[serde(borrow)]
+            authority: Cow<'a, str>,
+            expires: Expiry,
+        }
+        let wire = Wire::deserialize(d)?;
+        if wire.authority != A::NAME {
+            return Err(de::Error::custom(format_args!(
+                "scope names authority `{}`, expected `{}`",
+                wire.authority,
+                A::NAME
+            )));
+        }
+        Ok(Scope {
+            expires: wire.expires,
+            authority: PhantomData,
+        })
+    }
+}
+
+impl<A: Authority> JsonSchema for Scope<A> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Owned(format!("Scope_{}", A::NAME))
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Cow::Owned(format!("workflow_core::Scope<{}>", A::NAME))
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let expires = generator.subschema_for::<Expiry>();
+        json_schema!({
+            "description": format!("Delegation of the authority `{}` to the receiver, and until when.", A::NAME),
+            "type": "object",
+            "properties": {
+                "authority": { "const": A::NAME },
+                "expires": expires,
+            },
+            "required": ["authority", "expires"],
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// Something the sender relied on, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// Where the evidence came from (a tool name, a document, an agent).
+    pub source: String,
+    /// What it says.
+    pub claim: String,
+    /// Whether the source returned a complete result (no truncated page, no
+    /// partial body). Receivers can make `complete` a pre-condition.
+    pub complete: bool,
+}
+
+impl Evidence {
+    /// Evidence from a complete result.
+    pub fn complete(source: impl Into<String>, claim: impl Into<String>) -> Self {
+        Evidence {
+            source: source.into(),
+            claim: claim.into(),
+            complete: true,
+        }
+    }
+
+    /// Evidence from a partial result (a truncated page, a partial body).
+    pub fn partial(source: impl Into<String>, claim: impl Into<String>) -> Self {
+        Evidence {
+            source: source.into(),
+            claim: claim.into(),
+            complete: false,
+        }
+    }
+}
+
+/// A question the sender did not resolve and the receiver must not ignore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Uncertainty {
+    /// What is not known.
+    pub question: String,
+    /// What could go wrong because of it.
+    pub impact: String,
+}
+
+impl Uncertainty {
+    /// An open question and its impact.
+    pub fn new(question: impl Into<String>, impact: impl Into<String>) -> Self {
+        Uncertainty {
+            question: question.into(),
+            impact: impact.into(),
+        }
+    }
+}
+
+/// One explicit condition under which the receiver must stop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StopCondition {
+    /// Stop once the run has reached this hop (checked by the executor).
+    HopReached {
+        /// The hop at which the task is over.
+        hop: u32,
+    },
+    /// Stop at this wall-clock time, in ms since the Unix epoch (checked by the executor).
+    DeadlineUnixMs {
+        /// The deadline.
+        ms: u64,
+    },
+    /// A condition the receiver itself must watch for, stated in words.
+    Described {
+        /// The condition.
+        text: String,
+    },
+}
+
+/// The explicit stop conditions of a handoff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopWhen {
+    /// Any one of these ends the task.
+    pub any: Vec<StopCondition>,
+}
+
+impl StopWhen {
+    /// Stop conditions from a list.
+    pub fn any(conditions: impl IntoIterator<Item = StopCondition>) -> Self {
+        StopWhen {
+            any: conditions.into_iter().collect(),
+        }
+    }
+
+    /// Stop once the run reaches `hop`.
+    pub fn at_hop(hop: u32) -> Self {
+        StopWhen::any([StopCondition::HopReached { hop }])
+    }
+
+    /// Adds a condition stated in words.
+    pub fn or_when(mut self, text: impl Into<String>) -> Self {
+        self.any.push(StopCondition::Described { text: text.into() });
+        self
+    }
+
+    /// The first machine-checkable condition that is met at `moment`.
+    pub fn met(&self, moment: &Moment) -> Option<&StopCondition> {
+        self.any.iter().find(|c| match c {
+            StopCondition::HopReached { hop } => moment.hop >= *hop,
+            StopCondition::DeadlineUnixMs { ms } => moment.unix_ms() >= *ms,
+            StopCondition::Described { .. } => false,
+        })
+    }
+}
+
+/// The point of a run at which a receipt is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    /// Agent turns completed so far in the run.
+    pub hop: u32,
+}
+
+impl Moment {
+    /// Wall-clock milliseconds since the Unix epoch, read only when a
+    /// condition needs it.
+    pub fn unix_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// The type of an `#[authority]` part: names the delegated authority and its expiry.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `#[authority]` part of a handoff",
+    note = "use `workflow_core::Scope<A>` where `A` is one of the workflow's authorities (`authority::Name`)"
+)]
+pub trait AuthorityScope {
+    /// The delegated authority.
+    type Authority: Authority;
+    /// When the delegation expires.
+    fn expiry(&self) -> Expiry;
+}
+
+impl<A: Authority> AuthorityScope for Scope<A> {
+    type Authority = A;
+    fn expiry(&self) -> Expiry {
+        self.expires
+    }
+}
+
+/// The type of a `#[stop]` part: machine-checkable stop conditions.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `#[stop]` part of a handoff",
+    note = "use `workflow_core::StopWhen`, or implement `StopConditions` for your type"
+)]
+pub trait StopConditions {
+    /// A description of the first condition met at `moment`, if any.
+    fn met_at(&self, moment: &Moment) -> Option<String>;
+}
+
+impl StopConditions for StopWhen {
+    fn met_at(&self, moment: &Moment) -> Option<String> {
+        self.met(moment).map(|c| match c {
+            StopCondition::HopReached { hop } => format!("hop {hop} reached"),
+            StopCondition::DeadlineUnixMs { ms } => format!("deadline {ms} ms passed"),
+            StopCondition::Described { text } => text.clone(),
+        })
+    }
+}
+
+/// The contract view of a handoff that the executor checks at the receipt.
+#[derive(Clone, Copy)]
+pub struct ContractView<'a> {
+    /// The name of the authority the receiver is asked to exercise.
+    pub authority: &'static str,
+    /// When that delegation expires.
+    pub expires: Expiry,
+    /// The stop conditions.
+    pub stop: &'a dyn StopConditions,
+}
+
+/// A payload that crosses a seam: serializable, with a published schema.
+pub trait Payload:
+    Serialize + for<'de> Deserialize<'de> + JsonSchema + Send + Sync + 'static
+{
+}
+
+impl<T> Payload for T where
+    T: Serialize + for<'de> Deserialize<'de> + JsonSchema + Send + Sync + 'static
+{
+}
+
+/// A handoff payload with all four contract parts; implemented by `#[handoff]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handoff payload",
+    label = "an agent that receives handoffs must take a `#[handoff]` type",
+    note = "mark the type `#[handoff]` and give it the four contract parts: `#[operation]`/`#[authority]`, `#[evidence]`, `#[uncertainty]`, `#[stop]`"
+)]
+pub trait Handoff: Payload {
+    /// The authority the handoff delegates to its receiver.
+    type Authority: Authority;
+    /// The fields holding each contract part, as `(part, field)`.
+    const PARTS: &'static [(&'static str, &'static str)];
+    /// The parts the executor checks at the receipt.
+    fn contract(&self) -> ContractView<'_>;
+}

@@ -1,0 +1,138 @@
+//! Typed errors: each names the agent, the edge or the condition involved.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::record::{RejectReason, Transcript};
+
+/// An agent body's refusal to produce an output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Reject {
+    reason: Cow<'static, str>,
+}
+
+impl Reject {
+    /// A refusal with a reason.
+    pub fn because(reason: impl Into<Cow<'static, str>>) -> Self {
+        Reject {
+            reason: reason.into(),
+        }
+    }
+
+    /// The reason.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl From<ToolError> for Reject {
+    fn from(e: ToolError) -> Self {
+        Reject::because(e.to_string())
+    }
+}
+
+/// A tool call that did not produce a usable result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}` failed: {message}")]
+pub struct ToolError {
+    /// The tool's name.
+    pub tool: Cow<'static, str>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A failure of `tool`.
+    pub fn new(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        ToolError {
+            tool: tool.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a run stopped before its end.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The receiver rejected a transfer at its receipt; its body never ran.
+    #[error("transfer {from} -> {to} rejected: {reason}")]
+    Rejected {
+        /// The sender.
+        from: &'static str,
+        /// The receiver.
+        to: &'static str,
+        /// Why.
+        reason: RejectReason,
+    },
+    /// An agent's output broke one of its `#[post(..)]` conditions.
+    #[error("agent `{agent}` broke post-condition `{condition}`: {message}")]
+    PostCondition {
+        /// The agent.
+        agent: &'static str,
+        /// The condition's source text.
+        condition: &'static str,
+        /// The condition's message.
+        message: &'static str,
+    },
+    /// An agent's body returned an error.
+    #[error("agent `{agent}` failed: {error}")]
+    AgentFailed {
+        /// The agent.
+        agent: &'static str,
+        /// Its refusal.
+        error: Reject,
+    },
+    /// An agent's body ran past its declared timeout.
+    #[error("agent `{agent}` timed out after {after_ms} ms")]
+    Timeout {
+        /// The agent.
+        agent: &'static str,
+        /// The declared timeout.
+        after_ms: u64,
+    },
+    /// A payload could not be serialized for the record.
+    #[error("payload {from} -> {to} could not be encoded: {error}")]
+    Encode {
+        /// The sender.
+        from: &'static str,
+        /// The receiver.
+        to: &'static str,
+        /// The serializer's message.
+        error: String,
+    },
+    /// `step` was called on a run that already ended.
+    #[error("the run has already ended")]
+    Finished,
+}
+
+/// A run that reached its end.
+#[derive(Debug)]
+pub struct Completed<O> {
+    /// The workflow output.
+    pub output: O,
+    /// Every transfer of the run.
+    pub transcript: Transcript,
+}
+
+/// A run that stopped with an error, and everything it recorded until then.
+#[derive(Debug)]
+pub struct Aborted {
+    /// What stopped the run.
+    pub error: RunError,
+    /// Every transfer of the run, the rejected one included.
+    pub transcript: Transcript,
+}
+
+impl fmt::Display for Aborted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "run {} aborted: {}", self.transcript.run_id(), self.error)
+    }
+}
+
+impl std::error::Error for Aborted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

@@ -1,0 +1,520 @@
+//! The state-machine executor: the traits a workflow implements (by macro or
+//! by hand) and the loop that enforces every transition.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::contract::{Authority, ContractView, Expiry, Moment, Payload, Scope};
+use crate::error::{Aborted, Completed, Reject, RunError, ToolError};
+use crate::graph::{Condition, Graph, Node};
+use crate::record::{Entry, Receipt, RejectReason, Transcript};
+use crate::schema::SchemaSet;
+
+/// A workflow definition: its graph, its state and how a state takes a turn.
+///
+/// `#[workflow]` implements this for the generated `Spec` type; the
+/// `hand_written` example implements it by hand.
+pub trait Workflow: Sized + Send + Sync + 'static {
+    /// The entry agent's input.
+    type Input: Payload;
+    /// What a run ends with.
+    type Output: Payload;
+    /// The invariants pinned for every run (`#[invariants]`), or `()`.
+    type Root: Send + Sync + 'static;
+    /// What tools need to do their work (clients, fakes), or `()`.
+    type Deps: Send + Sync + 'static;
+    /// Which agent runs next, with its input.
+    type State: Send;
+
+    /// The static description of the workflow.
+    const GRAPH: &'static Graph;
+
+    /// Records the transfer of the workflow input to the entry agent.
+    fn start(input: Self::Input, run: &mut Runtime<'_, Self>) -> Result<Self::State, RunError>;
+
+    /// Runs the agent that `state` names, through [`Runtime::turn`].
+    fn turn<'a, 'x>(
+        state: Self::State,
+        run: &'a mut Runtime<'x, Self>,
+    ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a;
+
+    /// The agent index that `state` names.
+    fn agent_of(state: &Self::State) -> u16;
+
+    /// Adds the schema of every payload, input and output to `set`.
+    fn schemas(set: &mut SchemaSet);
+}
+
+/// What a turn leads to.
+pub enum Transition<W: Workflow> {
+    /// Another agent's turn.
+    To(W::State),
+    /// The end of the run.
+    End(W::Output),
+}
+
+/// An agent of workflow `W`.
+pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
+    /// The agent's index in [`Graph::agents`].
+    const INDEX: u16;
+    /// How long the body may take.
+    const TIMEOUT: Option<Duration> = None;
+    /// The agent's input.
+    type Input: Send;
+    /// Where the agent may hand off to: an enum whose variants carry exactly
+    /// each receiver's input type.
+    type Next: Route<W>;
+
+    /// The contract parts of the input that the receipt checks; `None` for
+    /// an input that is not a handoff (the workflow input).
+    fn contract(_input: &Self::Input) -> Option<ContractView<'_>> {
+        None
+    }
+
+    /// Evaluates the pre-conditions; the first that fails is returned.
+    fn pre(_input: &Self::Input, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
+        Ok(())
+    }
+
+    /// Evaluates the post-conditions on the output; the first that fails is returned.
+    fn post(_out: &Self::Next, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
+        Ok(())
+    }
+
+    /// The agent's body.
+    fn run(
+        input: Self::Input,
+        cx: Context<'_, W, Self>,
+    ) -> impl Future<Output = Result<Self::Next, Reject>> + Send;
+}
+
+/// A `Next` value: records the transfer it makes and yields the next state.
+pub trait Route<W: Workflow>: Send + Sized {
+    /// Records the transfer on `run` and returns where the run goes.
+    fn route(self, run: &mut Runtime<'_, W>) -> Result<Transition<W>, RunError>;
+}
+
+/// A tool that agents of `W` can be granted.
+pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
+    /// The tool's name.
+    const NAME: &'static str;
+    /// Its input.
+    type Input: Payload;
+    /// Its output.
+    type Output: Payload;
+    /// Calls the tool.
+    fn call(
+        self,
+        input: Self::Input,
+        deps: &W::Deps,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// Marks that agent `Self` is granted tool `T`; generated from `tools = [...]`.
+#[diagnostic::on_unimplemented(
+    message = "agent `{Self}` is not granted tool `{T}`",
+    label = "tool not granted",
+    note = "add the tool to `tools = [...]` in the agent's `#[agent(..)]` attribute, or hand the work to an agent that has it"
+)]
+pub trait Granted<T> {}
+
+/// What an agent sees during its turn: the pinned invariants, its granted
+/// tools and its owned authorities, nothing else.
+pub struct Context<'x, W: Workflow, A> {
+    root: &'x W::Root,
+    deps: &'x W::Deps,
+    hop: u32,
+    run_id: u64,
+    agent: PhantomData<fn() -> A>,
+}
+
+impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
+    /// The invariants pinned for this run.
+    pub fn root(&self) -> &'x W::Root {
+        self.root
+    }
+
+    /// The agent's own name.
+    pub fn agent_name(&self) -> &'static str {
+        W::GRAPH.agents[A::INDEX as usize].name
+    }
+
+    /// The authorities this agent owns.
+    pub fn owned_authorities(&self) -> &'static [&'static str] {
+        W::GRAPH.agents[A::INDEX as usize].owns
+    }
+
+    /// Agent turns completed before this one.
+    pub fn hop(&self) -> u32 {
+        self.hop
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// A scope delegating `authority` to a receiver (which must own it).
+    pub fn delegate<Au: Authority>(&self, authority: Au) -> Scope<Au> {
+        Scope::new(authority)
+    }
+
+    /// Calls a tool this agent is granted.
+    pub async fn call<T>(&self, tool: T, input: T::Input) -> Result<T::Output, ToolError>
+    where
+        T: Tool<W>,
+        A: Granted<T>,
+    {
+        tool.call(input, self.deps).await
+    }
+}
+
+impl<W: Workflow, A> Clone for Context<'_, W, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W: Workflow, A> Copy for Context<'_, W, A> {}
+
+/// The state of one run as the executor keeps it.
+pub struct Runtime<'x, W: Workflow> {
+    root: &'x W::Root,
+    deps: &'x W::Deps,
+    hops: u32,
+    max_hops: u32,
+    edge_uses: Box<[u32]>,
+    started: Instant,
+    transcript: Transcript,
+}
+
+static RUN_IDS: AtomicU64 = AtomicU64::new(1);
+
+impl<'x, W: Workflow> Runtime<'x, W> {
+    fn new(root: &'x W::Root, deps: &'x W::Deps, max_hops: u32) -> Self {
+        Runtime {
+            root,
+            deps,
+            hops: 0,
+            max_hops,
+            edge_uses: vec![0; W::GRAPH.edges.len()].into_boxed_slice(),
+            started: Instant::now(),
+            transcript: Transcript::new(RUN_IDS.fetch_add(1, Ordering::Relaxed), W::GRAPH),
+        }
+    }
+
+    /// The transfers recorded so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Agent turns completed so far.
+    pub fn hops(&self) -> u32 {
+        self.hops
+    }
+
+    fn context<A: Agent<W>>(&self) -> Context<'x, W, A> {
+        Context {
+            root: self.root,
+            deps: self.deps,
+            hop: self.hops,
+            run_id: self.transcript.run_id,
+            agent: PhantomData,
+        }
+    }
+
+    /// Records the transfer of `payload` over edge `edge` to an agent, with
+    /// its receipt pending; rejects it if the edge's loop bound is used up.
+    pub fn handoff<P: Serialize>(&mut self, edge: u16, payload: &P) -> Result<(), RunError> {
+        self.record(edge, payload, Receipt::Pending)?;
+        let info = &W::GRAPH.edges[edge as usize];
+        if let Some(bound) = info.bound {
+            let uses = &mut self.edge_uses[edge as usize];
+            *uses += 1;
+            if *uses > bound {
+                return Err(self.reject_last(RejectReason::LoopBound { bound }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the transfer of the workflow output over edge `edge` to `END`.
+    pub fn end<P: Serialize>(&mut self, edge: u16, output: &P) -> Result<(), RunError> {
+        self.record(edge, output, Receipt::Accepted)
+    }
+
+    fn record<P: Serialize>(
+        &mut self,
+        edge: u16,
+        payload: &P,
+        receipt: Receipt,
+    ) -> Result<(), RunError> {
+        let t = &mut self.transcript;
+        let start = t.bytes.len();
+        if let Err(e) = serde_json::to_writer(&mut t.bytes, payload) {
+            t.bytes.truncate(start);
+            let info = &W::GRAPH.edges[edge as usize];
+            return Err(RunError::Encode {
+                from: W::GRAPH.node_name(info.from),
+                to: W::GRAPH.node_name(info.to),
+                error: e.to_string(),
+            });
+        }
+        t.entries.push(Entry {
+            hop: self.hops,
+            edge,
+            start: start as u32,
+            end: t.bytes.len() as u32,
+            receipt,
+            at_us: self.started.elapsed().as_micros() as u64,
+        });
+        Ok(())
+    }
+
+    /// Marks the last transfer rejected and returns the matching error.
+    fn reject_last(&mut self, reason: RejectReason) -> RunError {
+        let entry = self
+            .transcript
+            .entries
+            .last_mut()
+            .expect("a transfer is recorded before its receipt");
+        let edge = &W::GRAPH.edges[entry.edge as usize];
+        entry.receipt = Receipt::Rejected {
+            reason: reason.clone(),
+        };
+        RunError::Rejected {
+            from: W::GRAPH.node_name(edge.from),
+            to: W::GRAPH.node_name(edge.to),
+            reason,
+        }
+    }
+
+    /// Decides the receipt of the pending transfer to agent `A`, then runs
+    /// its body, checks its post-conditions and routes its output.
+    pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
+        let agent = &W::GRAPH.agents[A::INDEX as usize];
+        if self.hops >= self.max_hops {
+            return Err(self.reject_last(RejectReason::HopCap {
+                max_hops: self.max_hops,
+            }));
+        }
+        let moment = Moment { hop: self.hops };
+        if let Some(contract) = A::contract(&input) {
+            let expired = match contract.expires {
+                Expiry::Never => false,
+                Expiry::AtHop { hop } => moment.hop > hop,
+                Expiry::AtUnixMs { ms } => moment.unix_ms() >= ms,
+            };
+            if expired {
+                return Err(self.reject_last(RejectReason::ScopeExpired {
+                    authority: Cow::Borrowed(contract.authority),
+                }));
+            }
+            if let Some(condition) = contract.stop.met_at(&moment) {
+                return Err(self.reject_last(RejectReason::StopConditionMet { condition }));
+            }
+        }
+        let cx = self.context::<A>();
+        if let Err(c) = A::pre(&input, &cx) {
+            return Err(self.reject_last(RejectReason::PreCondition {
+                condition: Cow::Borrowed(c.expr),
+                message: Cow::Borrowed(c.message),
+            }));
+        }
+        if let Some(last) = self.transcript.entries.last_mut() {
+            last.receipt = Receipt::Accepted;
+        }
+        self.hops += 1;
+
+        let body = A::run(input, cx);
+        let result = match A::TIMEOUT {
+            None => body.await,
+            Some(limit) => match tokio::time::timeout(limit, body).await {
+                Ok(result) => result,
+                Err(_) => {
+                    return Err(RunError::Timeout {
+                        agent: agent.name,
+                        after_ms: limit.as_millis() as u64,
+                    });
+                }
+            },
+        };
+        let next = result.map_err(|error| RunError::AgentFailed {
+            agent: agent.name,
+            error,
+        })?;
+        if let Err(c) = A::post(&next, &cx) {
+            return Err(RunError::PostCondition {
+                agent: agent.name,
+                condition: c.expr,
+                message: c.message,
+            });
+        }
+        next.route(self)
+    }
+}
+
+/// What one step of a [`Session`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step<O> {
+    /// An agent's turn ran; `next` runs after it.
+    Continue {
+        /// The agent that runs next.
+        next: &'static str,
+    },
+    /// The run ended with this output.
+    Finished(O),
+}
+
+/// A run driven one turn at a time.
+pub struct Session<'x, W: Workflow> {
+    run: Runtime<'x, W>,
+    state: Result<Option<W::State>, RunError>,
+}
+
+impl<'x, W: Workflow> Session<'x, W> {
+    /// The agent that runs at the next step, if the run is not over.
+    pub fn next_agent(&self) -> Option<&'static str> {
+        match &self.state {
+            Ok(Some(state)) => Some(W::GRAPH.agents[W::agent_of(state) as usize].name),
+            _ => None,
+        }
+    }
+
+    /// Runs one agent turn.
+    pub async fn step(&mut self) -> Result<Step<W::Output>, RunError> {
+        let state = match std::mem::replace(&mut self.state, Ok(None)) {
+            Ok(Some(state)) => state,
+            Ok(None) => return Err(RunError::Finished),
+            Err(e) => return Err(e),
+        };
+        match W::turn(state, &mut self.run).await? {
+            Transition::To(next) => {
+                let name = W::GRAPH.agents[W::agent_of(&next) as usize].name;
+                self.state = Ok(Some(next));
+                Ok(Step::Continue { next: name })
+            }
+            Transition::End(output) => Ok(Step::Finished(output)),
+        }
+    }
+
+    /// Agent turns completed so far.
+    pub fn hops(&self) -> u32 {
+        self.run.hops
+    }
+
+    /// The transfers recorded so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.run.transcript
+    }
+
+    /// Runs the remaining turns to the end.
+    pub async fn finish(mut self) -> Result<Completed<W::Output>, Aborted> {
+        loop {
+            match self.step().await {
+                Ok(Step::Continue { .. }) => {}
+                Ok(Step::Finished(output)) => {
+                    return Ok(Completed {
+                        output,
+                        transcript: self.run.transcript,
+                    });
+                }
+                Err(error) => {
+                    return Err(Aborted {
+                        error,
+                        transcript: self.run.transcript,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Runs a workflow: holds the pinned invariants and the dependencies.
+pub struct Executor<W: Workflow> {
+    root: W::Root,
+    deps: W::Deps,
+    max_hops: u32,
+}
+
+impl<W: Workflow> Executor<W> {
+    /// An executor with the invariants pinned for every run and the
+    /// dependencies its tools use. The hop cap defaults to the computed bound.
+    pub fn new(root: W::Root, deps: W::Deps) -> Self {
+        Executor {
+            root,
+            deps,
+            max_hops: W::GRAPH.max_hops,
+        }
+    }
+
+    /// Lowers the run-wide hop cap (it can never exceed the computed bound).
+    pub fn with_max_hops(mut self, max_hops: u32) -> Self {
+        self.max_hops = max_hops.min(W::GRAPH.max_hops);
+        self
+    }
+
+    /// The pinned invariants.
+    pub fn root(&self) -> &W::Root {
+        &self.root
+    }
+
+    /// The hop cap in force.
+    pub fn max_hops(&self) -> u32 {
+        self.max_hops
+    }
+
+    /// Starts a run to drive step by step.
+    pub fn start(&self, input: W::Input) -> Session<'_, W> {
+        let mut run = Runtime::new(&self.root, &self.deps, self.max_hops);
+        let state = W::start(input, &mut run).map(Some);
+        Session { run, state }
+    }
+
+    /// Runs to the end: the output, or the error that stopped the run; both
+    /// with the transcript of every transfer.
+    pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
+        self.start(input).finish().await
+    }
+
+    /// The JSON Schemas of every payload, input, output, contract part and record.
+    pub fn schemas() -> SchemaSet {
+        SchemaSet::of::<W>()
+    }
+
+    /// The manifest of the workflow: agents, authorities, tools, edges, bounds.
+    pub fn manifest() -> crate::manifest::Manifest {
+        crate::manifest::Manifest::of(W::GRAPH)
+    }
+
+    /// A Mermaid flowchart of the workflow.
+    pub fn mermaid() -> String {
+        crate::manifest::mermaid(W::GRAPH)
+    }
+}
+
+/// Edge index helper for hand-written workflows: the index of the first
+/// edge from `from` to `to` in `graph`.
+pub const fn edge_index(graph: &Graph, from: Node, to: Node) -> u16 {
+    let mut i = 0;
+    while i < graph.edges.len() {
+        let e = &graph.edges[i];
+        if node_eq(e.from, from) && node_eq(e.to, to) {
+            return i as u16;
+        }
+        i += 1;
+    }
+    panic!("no such edge in the graph")
+}
+
+const fn node_eq(a: Node, b: Node) -> bool {
+    match (a, b) {
+        (Node::Start, Node::Start) | (Node::End, Node::End) => true,
+        (Node::Agent(x), Node::Agent(y)) => x == y,
+        _ => false,
+    }
+}

@@ -1,0 +1,91 @@
+//! Typed, checked multi-agent workflows.
+//!
+//! Declare agents, handoff payloads, conditions and loop bounds with the
+//! attribute macros (`#[workflow]`, `#[agent]`, `#[handoff]`, ...). The macros
+//! reject bad handoffs, role overlap and unbounded loops at compile time and
+//! generate a statically typed executor that checks a receipt before every
+//! agent turn and records every transfer.
+//!
+//! ```
+//! use workflow_core::prelude::*;
+//!
+//! #[workflow(entry = writer, output = Draft)]
+//! pub mod review {
+//!     use super::*;
+//!
+//!     #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//!     pub struct Draft {
+//!         pub text: String,
+//!     }
+//!
+//!     #[agent(to = [END])]
+//!     async fn writer(topic: String, _cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
+//!         Ok(writer::Next::End(Draft { text: format!("on {topic}") }))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let done = review::Workflow::new((), ()).run("seams".to_owned()).await.unwrap();
+//! assert_eq!(done.output.text, "on seams");
+//! assert_eq!(review::MAX_HOPS, 1);
+//! # });
+//! ```
+//!
+//! The book (`book/`) has the guide, the DSL reference and the index of
+//! every compile error.
+
+#![warn(missing_docs)]
+
+pub mod contract;
+pub mod error;
+pub mod executor;
+pub mod graph;
+pub mod manifest;
+pub mod record;
+pub mod schema;
+
+pub use contract::{
+    Authority, AuthorityScope, ContractView, Evidence, Expiry, Handoff, Moment, Operation, Owns,
+    Payload, Scope, StopCondition, StopConditions, StopWhen, Uncertainty,
+};
+pub use error::{Aborted, Completed, Reject, RunError, ToolError};
+pub use executor::{
+    Agent, Context, Executor, Granted, Route, Runtime, Session, Step, Tool, Transition, Workflow,
+};
+pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
+pub use manifest::Manifest;
+pub use record::{Endpoint, Receipt, RejectReason, TransferRecord, Transcript};
+pub use schema::{Drift, SchemaSet};
+
+#[cfg(feature = "macros")]
+pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
+
+/// Everything a workflow module needs: `use workflow_core::prelude::*;`.
+pub mod prelude {
+    pub use crate::contract::{
+        Evidence, Expiry, Handoff, Operation, Scope, StopCondition, StopWhen, Uncertainty,
+    };
+    pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError};
+    pub use crate::executor::{Executor, Step};
+    pub use crate::record::{Receipt, RejectReason};
+    #[cfg(feature = "macros")]
+    pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
+}
+
+/// Not public API: what generated code names. May change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::executor::edge_index;
+    pub use schemars;
+    pub use serde;
+    pub use std::borrow::Cow;
+    pub use std::future::Future;
+    pub use std::option::Option;
+    pub use std::result::Result;
+    pub use std::time::Duration;
+
+    /// Asserts at compile time that `T` is a handoff payload.
+    pub const fn assert_handoff<T: crate::Handoff>() {}
+    /// Asserts at compile time that agent `A` owns authority `Au`.
+    pub const fn assert_owns<A: crate::Owns<Au>, Au: crate::Authority>() {}
+}

@@ -1,0 +1,223 @@
+//! What the executor witnesses: receipts and transfer records.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Why a receiver did not accept a transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "code", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RejectReason {
+    /// A `#[pre(..)]` condition of the receiver did not hold.
+    PreCondition {
+        /// The condition's source text.
+        condition: Cow<'static, str>,
+        /// The condition's message.
+        message: Cow<'static, str>,
+    },
+    /// The edge's declared loop bound is used up.
+    LoopBound {
+        /// The bound declared on the edge (`to = [agent(max = N)]`).
+        bound: u32,
+    },
+    /// The run reached its hop cap.
+    HopCap {
+        /// The cap in force.
+        max_hops: u32,
+    },
+    /// The delegated authority expired before the receiver started.
+    ScopeExpired {
+        /// The authority.
+        authority: Cow<'static, str>,
+    },
+    /// One of the contract's stop conditions was already met.
+    StopConditionMet {
+        /// Which condition.
+        condition: String,
+    },
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::PreCondition { condition, message } => {
+                write!(f, "pre-condition `{condition}` failed: {message}")
+            }
+            RejectReason::LoopBound { bound } => write!(f, "loop bound of {bound} used up"),
+            RejectReason::HopCap { max_hops } => write!(f, "hop cap of {max_hops} reached"),
+            RejectReason::ScopeExpired { authority } => {
+                write!(f, "scope over authority `{authority}` expired")
+            }
+            RejectReason::StopConditionMet { condition } => {
+                write!(f, "stop condition met: {condition}")
+            }
+        }
+    }
+}
+
+/// The receiver's explicit answer to a transfer, recorded before any work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Receipt {
+    /// Not decided yet: the receiver has not started.
+    Pending,
+    /// All receipt checks passed; the receiver's body ran.
+    Accepted,
+    /// A receipt check failed; the receiver's body did not run.
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+}
+
+/// One endpoint of a transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// The caller of `run`: the transfer of the workflow input.
+    Start,
+    /// An agent, by name.
+    Agent(Cow<'static, str>),
+    /// The end of the run: the transfer of the workflow output.
+    End,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Start => f.write_str("START"),
+            Endpoint::Agent(name) => f.write_str(name),
+            Endpoint::End => f.write_str("END"),
+        }
+    }
+}
+
+/// A transfer as the executor witnessed it: who sent what to whom, and the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferRecord {
+    /// The run this transfer belongs to.
+    pub run_id: u64,
+    /// Position in the run, from 0.
+    pub seq: u32,
+    /// The number of agent turns completed before this transfer.
+    pub hop: u32,
+    /// The sender.
+    pub from: Endpoint,
+    /// The receiver.
+    pub to: Endpoint,
+    /// The Rust type of the payload.
+    pub payload_type: Cow<'static, str>,
+    /// The exact bytes delivered, as canonical JSON text.
+    pub payload: String,
+    /// The receiver's answer.
+    pub receipt: Receipt,
+    /// Microseconds since the run started.
+    pub at_us: u64,
+}
+
+/// A record as kept during a run: compact, payload bytes in a shared buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) hop: u32,
+    pub(crate) edge: u16,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) receipt: Receipt,
+    pub(crate) at_us: u64,
+}
+
+/// Every transfer of one run, in order: the executor's witness.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    pub(crate) run_id: u64,
+    pub(crate) graph: &'static crate::Graph,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) bytes: Vec<u8>,
+}
+
+impl Transcript {
+    pub(crate) fn new(run_id: u64, graph: &'static crate::Graph) -> Self {
+        Transcript {
+            run_id,
+            graph,
+            entries: Vec::with_capacity(16),
+            bytes: Vec::with_capacity(1024),
+        }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// The number of transfers recorded.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The exact bytes of the `i`th transfer's payload.
+    pub fn payload(&self, i: usize) -> Option<&str> {
+        let e = self.entries.get(i)?;
+        // The buffer only ever receives serde_json output, which is UTF-8.
+        std::str::from_utf8(&self.bytes[e.start as usize..e.end as usize]).ok()
+    }
+
+    /// The `i`th transfer, as a self-contained record.
+    pub fn record(&self, i: usize) -> Option<TransferRecord> {
+        let e = self.entries.get(i)?;
+        let edge = &self.graph.edges[e.edge as usize];
+        Some(TransferRecord {
+            run_id: self.run_id,
+            seq: i as u32,
+            hop: e.hop,
+            from: self.graph.endpoint(edge.from),
+            to: self.graph.endpoint(edge.to),
+            payload_type: Cow::Borrowed(edge.payload),
+            payload: self.payload(i)?.to_owned(),
+            receipt: e.receipt.clone(),
+            at_us: e.at_us,
+        })
+    }
+
+    /// All transfers, as self-contained records.
+    pub fn records(&self) -> Vec<TransferRecord> {
+        (0..self.len()).filter_map(|i| self.record(i)).collect()
+    }
+
+    /// The receipt of the `i`th transfer.
+    pub fn receipt(&self, i: usize) -> Option<&Receipt> {
+        self.entries.get(i).map(|e| &e.receipt)
+    }
+}
+
+impl fmt::Display for Transcript {
+    /// One line per transfer: `#seq hop from -> to [receipt] payload`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for r in self.records() {
+            let receipt = match &r.receipt {
+                Receipt::Pending => "pending".to_owned(),
+                Receipt::Accepted => "accepted".to_owned(),
+                Receipt::Rejected { reason } => format!("REJECTED: {reason}"),
+            };
+            writeln!(
+                f,
+                "#{seq} hop {hop} {from} -> {to} [{receipt}] {ty} {payload}",
+                seq = r.seq,
+                hop = r.hop,
+                from = r.from,
+                to = r.to,
+                ty = r.payload_type,
+                payload = r.payload
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,185 @@
+//! JSON Schemas (draft 2020-12) for everything that crosses a seam, their
+//! export to a directory, and the drift check against a published copy.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use schemars::{JsonSchema, generate::SchemaSettings};
+use serde_json::Value;
+
+use crate::contract::{Evidence, Expiry, Operation, StopWhen, Uncertainty};
+use crate::executor::Workflow;
+use crate::record::{Receipt, TransferRecord};
+
+/// The file name a schema is exported under.
+pub fn file_name(schema: &str) -> String {
+    format!("{schema}.schema.json")
+}
+
+/// A set of named root schemas, ordered by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaSet {
+    schemas: BTreeMap<String, Value>,
+}
+
+impl SchemaSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        SchemaSet::default()
+    }
+
+    /// Every schema of workflow `W`: its payloads, input, output, tool
+    /// inputs and outputs, the contract parts, receipts and transfer records.
+    pub fn of<W: Workflow>() -> Self {
+        let mut set = SchemaSet::new();
+        set.add::<Operation>()
+            .add::<Expiry>()
+            .add::<Evidence>()
+            .add::<Uncertainty>()
+            .add::<StopWhen>()
+            .add::<Receipt>()
+            .add::<TransferRecord>()
+            .add::<crate::manifest::Manifest>();
+        W::schemas(&mut set);
+        set
+    }
+
+    /// Adds the root schema of `T` under its schema name.
+    pub fn add<T: JsonSchema + ?Sized>(&mut self) -> &mut Self {
+        let schema = SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<T>();
+        self.schemas
+            .insert(T::schema_name().into_owned(), schema.to_value());
+        self
+    }
+
+    /// The schema named `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.schemas.get(name)
+    }
+
+    /// The schema names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.schemas.keys().map(String::as_str)
+    }
+
+    /// `(name, schema)` pairs, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.schemas.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// How many schemas there are.
+    pub fn len(&self) -> usize {
+        self.schemas.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.schemas.is_empty()
+    }
+
+    fn render(schema: &Value) -> String {
+        let mut text = serde_json::to_string_pretty(schema).expect("a JSON value always serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Writes each schema to `dir/<name>.schema.json` (creating `dir`) and
+    /// returns the paths written.
+    pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
+        let dir = dir.as_ref();
+        fs::create_dir_all(dir)?;
+        let mut written = Vec::with_capacity(self.schemas.len());
+        for (name, schema) in &self.schemas {
+            let path = dir.join(file_name(name));
+            fs::write(&path, Self::render(schema))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// Compares the set with the schemas published in `dir`: every schema
+    /// that changed, is new, or was removed is reported.
+    pub fn check(&self, dir: impl AsRef<Path>) -> Result<(), Drift> {
+        let dir = dir.as_ref();
+        let mut drift = Drift::default();
+        for (name, schema) in &self.schemas {
+            let path = dir.join(file_name(name));
+            match fs::read_to_string(&path) {
+                Ok(published) => {
+                    let same = serde_json::from_str::<Value>(&published)
+                        .map(|v| &v == schema)
+                        .unwrap_or(false);
+                    if !same {
+                        drift.changed.push(name.clone());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => drift.unpublished.push(name.clone()),
+                Err(e) => drift.unreadable.push((name.clone(), e.to_string())),
+            }
+        }
+        match fs::read_dir(dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let file = entry.file_name().to_string_lossy().into_owned();
+                    if let Some(name) = file.strip_suffix(".schema.json")
+                        && !self.schemas.contains_key(name)
+                    {
+                        drift.removed.push(name.to_owned());
+                    }
+                }
+            }
+            Err(e) => drift.unreadable.push((dir.display().to_string(), e.to_string())),
+        }
+        drift.removed.sort();
+        if drift.is_empty() { Ok(()) } else { Err(drift) }
+    }
+}
+
+/// How the current schemas differ from a published copy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// Published, but the current schema differs.
+    pub changed: Vec<String>,
+    /// Current, but not published.
+    pub unpublished: Vec<String>,
+    /// Published, but no longer produced.
+    pub removed: Vec<String>,
+    /// Files or folders that could not be read, with the error.
+    pub unreadable: Vec<(String, String)>,
+}
+
+impl Drift {
+    /// Whether nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty()
+            && self.unpublished.is_empty()
+            && self.removed.is_empty()
+            && self.unreadable.is_empty()
+    }
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "published schemas drifted:")?;
+        for n in &self.changed {
+            writeln!(f, "  changed:     {}", file_name(n))?;
+        }
+        for n in &self.unpublished {
+            writeln!(f, "  unpublished: {}", file_name(n))?;
+        }
+        for n in &self.removed {
+            writeln!(f, "  removed:     {}", file_name(n))?;
+        }
+        for (what, e) in &self.unreadable {
+            writeln!(f, "  unreadable:  {what}: {e}")?;
+        }
+        write!(f, "re-export the schemas if the change is intended, and announce it")
+    }
+}
+
+impl std::error::Error for Drift {}
