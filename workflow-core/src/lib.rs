@@ -24,11 +24,14 @@
 //!     }
 //! }
 //!
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let done = review::Workflow::new((), ()).run("seams".to_owned()).await.unwrap();
-//! assert_eq!(done.output.text, "on seams");
-//! assert_eq!(review::MAX_HOPS, 1);
-//! # });
+//! fn main() {
+//!     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//!     let done = rt
+//!         .block_on(review::Workflow::new((), ()).run("seams".to_owned()))
+//!         .unwrap();
+//!     assert_eq!(done.output.text, "on seams");
+//!     assert_eq!(review::MAX_HOPS, 1);
+//! }
 //! ```
 //!
 //! The book (`book/`) has the guide, the DSL reference and the index of

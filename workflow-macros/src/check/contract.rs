@@ -1,0 +1,153 @@
+//! Rules for `#[handoff]` payloads (guarantee 1): every contract part is
+//! present exactly once and none can be dropped on the wire.
+
+use syn::{Meta, Type};
+
+use crate::ctxt::Ctxt;
+use crate::model::handoff::{Handoff, PARTS};
+
+/// Runs every contract rule.
+pub fn check(cx: &Ctxt, h: &Handoff) {
+    check_missing_parts(cx, h);
+    check_duplicate_parts(cx, h);
+    check_droppable_parts(cx, h);
+    check_container(cx, h);
+}
+
+/// A handoff without one of the parts is rejected, naming the part.
+fn check_missing_parts(cx: &Ctxt, h: &Handoff) {
+    for (i, part) in PARTS.iter().enumerate() {
+        if !h.parts.iter().any(|p| p.part == i) {
+            cx.error_spanned_by(
+                &h.item.ident,
+                format!(
+                    "handoff `{}` is missing its `#[{}]` part ({}); add a field such as `{}`",
+                    h.item.ident, part.marker, part.meaning, part.example
+                ),
+            );
+        }
+    }
+}
+
+/// A part marked on two fields is ambiguous: the error is on the second.
+fn check_duplicate_parts(cx: &Ctxt, h: &Handoff) {
+    for (i, part) in PARTS.iter().enumerate() {
+        let mut marked = h.parts.iter().filter(|p| p.part == i);
+        if let Some(first) = marked.next() {
+            for again in marked {
+                cx.error_spanned_by(
+                    &again.marker,
+                    format!(
+                        "`#[{}]` is marked twice, on `{}` and `{}`; a contract part is one field: keep one mark",
+                        part.marker, first.field, again.field
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Serde options that let a field be absent or dropped on the wire.
+const DROPPING: [&str; 6] = [
+    "default",
+    "skip",
+    "skip_deserializing",
+    "skip_serializing",
+    "skip_serializing_if",
+    "flatten",
+];
+
+/// A part that can be absent on the wire (an `Option`, or a serde option
+/// that defaults, skips or flattens it) is rejected: a dropped part must be
+/// a deserialization error, never a default.
+fn check_droppable_parts(cx: &Ctxt, h: &Handoff) {
+    for p in &h.parts {
+        let marker = PARTS[p.part].marker;
+        if is_option(&p.ty) {
+            cx.error_spanned_by(
+                &p.ty,
+                format!(
+                    "contract part `#[{marker}]` can be absent: serde reads a missing `Option` field as `None`; use a required type (for \"nothing\", send an empty list)"
+                ),
+            );
+        }
+        for attr in &p.serde_attrs {
+            for_each_serde_key(attr, |key| {
+                if let Some(name) = DROPPING.iter().find(|d| key.is_ident(d)) {
+                    cx.error_spanned_by(
+                        key,
+                        format!(
+                            "`#[serde({name})]` lets contract part `#[{marker}]` be dropped on the wire; remove it: a missing part must be rejected, never defaulted"
+                        ),
+                    );
+                }
+            });
+        }
+    }
+}
+
+/// Container-level rules: no `#[serde(default)]`, no own serde/schemars
+/// derives (the macro derives them with the right settings), no generics.
+fn check_container(cx: &Ctxt, h: &Handoff) {
+    for attr in &h.item.attrs {
+        if attr.path().is_ident("serde") {
+            for_each_serde_key(attr, |key| {
+                if key.is_ident("default") {
+                    cx.error_spanned_by(
+                        key,
+                        "`#[serde(default)]` on a handoff lets every contract part be dropped on the wire; remove it",
+                    );
+                }
+            });
+        }
+        if attr.path().is_ident("derive") {
+            let _ = attr.parse_nested_meta(|meta| {
+                let last = meta.path.segments.last().map(|s| s.ident.to_string());
+                if let Some(name) = last
+                    && ["Serialize", "Deserialize", "JsonSchema"].contains(&name.as_str())
+                {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        format!("`#[handoff]` derives `{name}` itself (with unknown fields denied); remove it from `#[derive(..)]`"),
+                    );
+                }
+                Ok(())
+            });
+        }
+    }
+    if !h.item.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &h.item.generics,
+            "a handoff cannot be generic: its published schema names one concrete type; use a concrete type",
+        );
+    }
+}
+
+fn is_option(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Option"),
+        Type::Group(g) => is_option(&g.elem),
+        Type::Paren(p) => is_option(&p.elem),
+        _ => false,
+    }
+}
+
+/// Calls `f` with the path of every `key` or `key = ..` in `#[serde(..)]`.
+fn for_each_serde_key(attr: &syn::Attribute, mut f: impl FnMut(&syn::Path)) {
+    if let Meta::List(_) = &attr.meta {
+        let _ = attr.parse_nested_meta(|meta| {
+            f(&meta.path);
+            // Skip a value (`= "..."`) or a nested list so parsing goes on.
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _ = meta.parse_nested_meta(|_| Ok(()));
+            }
+            Ok(())
+        });
+    }
+}

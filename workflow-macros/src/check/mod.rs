@@ -1,0 +1,4 @@
+//! The rules: one `check_*` function per rule, all reporting into a `Ctxt`.
+
+pub mod contract;
+pub mod workflow;

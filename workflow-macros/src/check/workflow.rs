@@ -1,0 +1,327 @@
+//! Rules for a `#[workflow]` module (guarantees 2-4): one `check_*` per
+//! rule, each reporting into the context; the resolved graph comes out.
+
+use std::collections::HashMap;
+
+use syn::{Ident, LitInt};
+
+use crate::ctxt::{Ctxt, suggestion};
+use crate::graph::{Edge, Graph, Target};
+use crate::model::workflow::Workflow;
+
+/// The graph with the tokens to blame for each edge.
+pub struct Resolved {
+    pub graph: Graph,
+    /// For each edge: the target's token in the sender's `to = [...]`.
+    pub edge_tokens: Vec<Ident>,
+    /// The hop cap: the computed bound, or the declared `max_hops` if lower.
+    pub max_hops: u32,
+}
+
+/// Runs every workflow rule. Returns the resolved graph when it could be
+/// built (even if other rules failed, so all errors are reported at once).
+pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
+    check_output(cx, wf);
+    check_duplicate_agents(cx, wf);
+    check_tools(cx, wf);
+    check_role_overlap(cx, wf);
+    check_numbers(cx, wf);
+    if wf.agents.is_empty() {
+        cx.error_spanned_by(&wf.name, "a workflow needs at least one `#[agent]` function");
+        return None;
+    }
+    // With a bad entry, go on from the first agent so every other error shows.
+    let entry = check_entry(cx, wf).unwrap_or(0);
+    let (graph, edge_tokens) = resolve_edges(cx, wf, entry);
+    check_reachability(cx, wf, &graph);
+    check_ends(cx, wf, &graph);
+    check_unbounded_loops(cx, wf, &graph, &edge_tokens);
+    let computed = graph.max_hops().unwrap_or(0);
+    let declared = wf
+        .args
+        .max_hops
+        .as_ref()
+        .and_then(|l| l.base10_parse::<u64>().ok());
+    let max_hops = declared.map_or(computed, |d| d.min(computed));
+    Some(Resolved {
+        graph,
+        edge_tokens,
+        max_hops: max_hops.min(u64::from(u32::MAX)) as u32,
+    })
+}
+
+fn agent_names(wf: &Workflow) -> impl Iterator<Item = String> + '_ {
+    wf.agents.iter().map(|a| a.name.to_string())
+}
+
+/// The entry must be given and be a declared agent.
+fn check_entry(cx: &Ctxt, wf: &Workflow) -> Option<usize> {
+    let Some(entry) = &wf.args.entry else {
+        cx.error_spanned_by(
+            &wf.name,
+            "workflow has no entry agent; add `entry = <agent>` to `#[workflow(..)]`",
+        );
+        return None;
+    };
+    let found = wf.agents.iter().position(|a| a.name == *entry);
+    if found.is_none() {
+        let names: Vec<String> = agent_names(wf).collect();
+        cx.error_spanned_by(
+            entry,
+            format!(
+                "entry `{entry}` is not an agent of this workflow{}",
+                suggestion(&entry.to_string(), names.iter().map(String::as_str))
+            ),
+        );
+    }
+    found
+}
+
+/// The output type must be given: it is what `Next::End` carries.
+fn check_output(cx: &Ctxt, wf: &Workflow) {
+    if wf.args.output.is_none() {
+        cx.error_spanned_by(
+            &wf.name,
+            "workflow has no output type; add `output = <Type>` to `#[workflow(..)]` (the type `Next::End` carries)",
+        );
+    }
+}
+
+/// Two agents with one name: the error is on the second.
+fn check_duplicate_agents(cx: &Ctxt, wf: &Workflow) {
+    let mut seen: HashMap<String, &Ident> = HashMap::new();
+    for a in &wf.agents {
+        let camel = crate::codegen::camel(&a.name);
+        if camel == "End" {
+            cx.error_spanned_by(&a.name, "an agent cannot be named `end`: `End` is the variant for `END`; rename it");
+        }
+        if let Some(first) = seen.insert(camel, &a.name) {
+            cx.error_spanned_by(
+                &a.name,
+                format!("agent `{}` is declared twice (as `{first}` too); rename one", a.name),
+            );
+        }
+    }
+}
+
+/// Granted tools must be declared; a tool that needs an authority can only
+/// be granted to that authority's owner.
+fn check_tools(cx: &Ctxt, wf: &Workflow) {
+    let owner: HashMap<String, &Ident> = wf
+        .agents
+        .iter()
+        .flat_map(|a| a.args.owns.iter().map(move |o| (o.to_string(), &a.name)))
+        .collect();
+    let mut declared: HashMap<String, &Ident> = HashMap::new();
+    for t in &wf.tools {
+        if let Some(first) = declared.insert(t.name.to_string(), &t.name) {
+            cx.error_spanned_by(&t.name, format!("tool `{first}` is declared twice; rename one"));
+        }
+        if let Some(needs) = &t.needs
+            && !owner.contains_key(&needs.to_string())
+        {
+            cx.error_spanned_by(
+                needs,
+                format!(
+                    "tool `{}` needs authority `{needs}`, which no agent owns{}; add it to one agent's `owns = [...]`",
+                    t.name,
+                    suggestion(&needs.to_string(), owner.keys().map(String::as_str))
+                ),
+            );
+        }
+    }
+    for a in &wf.agents {
+        let mut granted: Vec<String> = Vec::new();
+        for tool in &a.args.tools {
+            let name = tool.to_string();
+            if granted.contains(&name) {
+                cx.error_spanned_by(tool, format!("tool `{tool}` is granted twice; keep one"));
+                continue;
+            }
+            granted.push(name.clone());
+            let Some(decl) = wf.tools.iter().find(|t| t.name == *tool) else {
+                cx.error_spanned_by(
+                    tool,
+                    format!(
+                        "agent `{}` is granted tool `{tool}`, which is not declared{}; declare it with `#[tool]` in this module",
+                        a.name,
+                        suggestion(&name, wf.tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>().iter().map(String::as_str))
+                    ),
+                );
+                continue;
+            };
+            if let Some(needs) = &decl.needs
+                && let Some(owner) = owner.get(&needs.to_string())
+                && *owner != &a.name
+            {
+                cx.error_spanned_by(
+                    tool,
+                    format!(
+                        "agent `{}` is granted tool `{tool}`, which needs authority `{needs}` owned by `{owner}`; grant the tool to `{owner}` and hand the work to it",
+                        a.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Role overlap: an authority owned by two agents is reported on both.
+fn check_role_overlap(cx: &Ctxt, wf: &Workflow) {
+    let mut owners: Vec<(String, Vec<(&Ident, &Ident)>)> = Vec::new();
+    for a in &wf.agents {
+        for o in &a.args.owns {
+            let name = o.to_string();
+            match owners.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.push((o, &a.name)),
+                None => owners.push((name, vec![(o, &a.name)])),
+            }
+        }
+    }
+    for (authority, list) in owners {
+        if list.len() < 2 {
+            continue;
+        }
+        let names: Vec<String> = list.iter().map(|(_, a)| format!("`{a}`")).collect();
+        for (token, agent) in &list {
+            let others: Vec<&String> = names.iter().filter(|n| **n != format!("`{agent}`")).collect();
+            let message = if others.is_empty() {
+                format!("agent `{agent}` lists authority `{authority}` twice; keep one")
+            } else {
+                format!(
+                    "role overlap: authority `{authority}` is owned by {}; an authority has exactly one owner: keep it on one agent and hand the others work through it",
+                    names.join(" and ")
+                )
+            };
+            cx.error_spanned_by(token, message);
+        }
+    }
+}
+
+fn parse_positive(cx: &Ctxt, lit: &LitInt, what: &str) {
+    match lit.base10_parse::<u64>() {
+        Ok(0) => cx.error_spanned_by(lit, format!("{what} must be at least 1")),
+        Ok(n) if n > u64::from(u32::MAX) && what != "timeout_ms" => {
+            cx.error_spanned_by(lit, format!("{what} must fit in a u32"))
+        }
+        Ok(_) => {}
+        Err(e) => cx.error_spanned_by(lit, format!("{what} must be a whole number: {e}")),
+    }
+}
+
+/// Numbers in arguments: loop bounds, timeouts, the hop cap.
+fn check_numbers(cx: &Ctxt, wf: &Workflow) {
+    if let Some(m) = &wf.args.max_hops {
+        parse_positive(cx, m, "max_hops");
+    }
+    for a in &wf.agents {
+        if let Some(t) = &a.args.timeout_ms {
+            parse_positive(cx, t, "timeout_ms");
+        }
+        for t in &a.args.to {
+            if let Some(b) = &t.bound {
+                parse_positive(cx, b, "a loop bound");
+            }
+        }
+    }
+}
+
+/// Resolves `to = [...]` into edges; reports undeclared targets (with a
+/// suggestion), duplicates and bounds on `END`.
+fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>) {
+    let index: HashMap<String, usize> = wf
+        .agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.name.to_string(), i))
+        .collect();
+    let mut edges = Vec::new();
+    let mut tokens = Vec::new();
+    for (from, a) in wf.agents.iter().enumerate() {
+        let mut seen: Vec<String> = Vec::new();
+        for t in &a.args.to {
+            let name = t.name.to_string();
+            if seen.contains(&name) {
+                cx.error_spanned_by(&t.name, format!("`{name}` is listed twice in `to = [...]`; keep one"));
+                continue;
+            }
+            seen.push(name.clone());
+            let bound = t.bound.as_ref().and_then(|b| b.base10_parse::<u32>().ok());
+            let to = if name == "END" {
+                if let Some(b) = &t.bound {
+                    cx.error_spanned_by(b, "`END` takes no loop bound: a run ends once; remove `(max = ..)`");
+                }
+                Target::End
+            } else if let Some(&i) = index.get(&name) {
+                Target::Agent(i)
+            } else {
+                let mut names: Vec<String> = agent_names(wf).collect();
+                names.push("END".to_owned());
+                cx.error_spanned_by(
+                    &t.name,
+                    format!(
+                        "handoff to undeclared agent `{name}`{}; declare it with `#[agent]` in this module, or use `END` to finish",
+                        suggestion(&name, names.iter().map(String::as_str))
+                    ),
+                );
+                continue;
+            };
+            edges.push(Edge { from, to, bound });
+            tokens.push(t.name.clone());
+        }
+    }
+    let graph = Graph {
+        agents: wf.agents.len(),
+        entry,
+        edges,
+    };
+    (graph, tokens)
+}
+
+/// Every agent must be reachable from the entry.
+fn check_reachability(cx: &Ctxt, wf: &Workflow, g: &Graph) {
+    let entry = &wf.agents[g.entry].name;
+    for (a, reachable) in wf.agents.iter().zip(g.reachable_from_entry()) {
+        if !reachable {
+            cx.error_spanned_by(
+                &a.name,
+                format!(
+                    "agent `{}` cannot be reached from the entry `{entry}`; add it to some agent's `to = [...]`, or remove it",
+                    a.name
+                ),
+            );
+        }
+    }
+}
+
+/// Every agent must have a path to `END`.
+fn check_ends(cx: &Ctxt, wf: &Workflow, g: &Graph) {
+    for (a, ends) in wf.agents.iter().zip(g.can_reach_end()) {
+        if !ends {
+            let token = a.args.to_key.as_ref().unwrap_or(&a.name);
+            cx.error_spanned_by(
+                token,
+                format!(
+                    "agent `{}` has no path to `END`: every run through it would be cut by the hop cap; add `END` to its `to = [...]` or hand off to an agent that can end",
+                    a.name
+                ),
+            );
+        }
+    }
+}
+
+/// With bounded edges removed the graph must be acyclic; each cycle is
+/// reported on the edge that closes it, with its path.
+fn check_unbounded_loops(cx: &Ctxt, wf: &Workflow, g: &Graph, tokens: &[Ident]) {
+    for cycle in g.unbounded_cycles() {
+        let path: Vec<String> = cycle.path.iter().map(|&a| wf.agents[a].name.to_string()).collect();
+        let back = &tokens[cycle.closing_edge];
+        cx.error_spanned_by(
+            back,
+            format!(
+                "unbounded loop: {}; every cycle needs a bounded edge: write `{back}(max = N)` here (a global hop cap is not a bound)",
+                path.join(" -> ")
+            ),
+        );
+    }
+}

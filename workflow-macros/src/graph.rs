@@ -1,0 +1,214 @@
+//! Graph analysis of a workflow: reachability, paths to the end, unbounded
+//! cycles and the upper bound on hops. Plain data in, plain data out; unit-
+//! and property-tested against brute-force oracles.
+
+/// Where an edge goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The agent at this index.
+    Agent(usize),
+    /// The end of the run.
+    End,
+}
+
+/// A handoff edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: Target,
+    /// `Some(n)`: the edge may be taken at most `n` times in a run.
+    pub bound: Option<u32>,
+}
+
+/// A workflow graph: agents `0..agents`, entry, edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Graph {
+    pub agents: usize,
+    pub entry: usize,
+    pub edges: Vec<Edge>,
+}
+
+/// A cycle made only of unbounded edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycle {
+    /// The edge (index into `Graph::edges`) that closes the cycle.
+    pub closing_edge: usize,
+    /// The agents along the cycle, starting and ending at the same agent.
+    pub path: Vec<usize>,
+}
+
+impl Graph {
+    fn successors(&self, agent: usize, bounded_too: bool) -> impl Iterator<Item = (usize, &Edge)> {
+        self.edges
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.from == agent && (bounded_too || e.bound.is_none()))
+    }
+
+    /// `reachable[a]`: agent `a` can be reached from the entry.
+    pub fn reachable_from_entry(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.agents];
+        if self.entry >= self.agents {
+            return seen;
+        }
+        let mut stack = vec![self.entry];
+        seen[self.entry] = true;
+        while let Some(a) = stack.pop() {
+            for (_, e) in self.successors(a, true) {
+                if let Target::Agent(b) = e.to
+                    && !seen[b]
+                {
+                    seen[b] = true;
+                    stack.push(b);
+                }
+            }
+        }
+        seen
+    }
+
+    /// `ends[a]`: some path leads from agent `a` to the end.
+    pub fn can_reach_end(&self) -> Vec<bool> {
+        let mut ends = vec![false; self.agents];
+        // Fixed point over the reverse edges; graphs are small.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for e in &self.edges {
+                let reaches = match e.to {
+                    Target::End => true,
+                    Target::Agent(b) => ends[b],
+                };
+                if reaches && !ends[e.from] {
+                    ends[e.from] = true;
+                    changed = true;
+                }
+            }
+        }
+        ends
+    }
+
+    /// Every edge that closes a cycle of unbounded edges (a back edge of a
+    /// depth-first search over the unbounded edges), with the cycle's path.
+    /// Empty exactly when the graph without its bounded edges is acyclic.
+    pub fn unbounded_cycles(&self) -> Vec<Cycle> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            OnStack,
+            Done,
+        }
+        let mut mark = vec![Mark::New; self.agents];
+        let mut cycles = Vec::new();
+        for root in 0..self.agents {
+            if mark[root] != Mark::New {
+                continue;
+            }
+            // Iterative DFS: (agent, edges of it still to visit).
+            let mut path: Vec<usize> = vec![root];
+            let mut pending: Vec<Vec<(usize, usize)>> = vec![self.agent_edges(root)];
+            mark[root] = Mark::OnStack;
+            while let Some(todo) = pending.last_mut() {
+                match todo.pop() {
+                    Some((edge, b)) => match mark[b] {
+                        Mark::New => {
+                            mark[b] = Mark::OnStack;
+                            path.push(b);
+                            pending.push(self.agent_edges(b));
+                        }
+                        Mark::OnStack => {
+                            let start = path.iter().rposition(|&a| a == b).unwrap_or(0);
+                            let mut cycle: Vec<usize> = path[start..].to_vec();
+                            cycle.push(b);
+                            cycles.push(Cycle {
+                                closing_edge: edge,
+                                path: cycle,
+                            });
+                        }
+                        Mark::Done => {}
+                    },
+                    None => {
+                        pending.pop();
+                        if let Some(a) = path.pop() {
+                            mark[a] = Mark::Done;
+                        }
+                    }
+                }
+            }
+        }
+        cycles.sort_by_key(|c| c.closing_edge);
+        cycles
+    }
+
+    /// Unbounded agent-to-agent edges of `a` as `(edge, to)`, reversed so
+    /// that popping visits them in declaration order.
+    fn agent_edges(&self, a: usize) -> Vec<(usize, usize)> {
+        let mut v: Vec<(usize, usize)> = self
+            .successors(a, false)
+            .filter_map(|(i, e)| match e.to {
+                Target::Agent(b) => Some((i, b)),
+                Target::End => None,
+            })
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// An upper bound on the agent turns of any run, or `None` when a cycle
+    /// of unbounded edges makes runs unbounded.
+    ///
+    /// Cut a run's walk at each bounded edge it takes: there are at most
+    /// `B + 1` pieces (`B`, the sum of all bounds), each a path in the
+    /// acyclic graph of unbounded edges, so at most `L` turns long (`L`, the
+    /// longest such path counted in agents). Hence `(B + 1) * L`.
+    pub fn max_hops(&self) -> Option<u64> {
+        if !self.unbounded_cycles().is_empty() {
+            return None;
+        }
+        let order = self.topological_order();
+        // longest[a]: agents on the longest unbounded path starting at a.
+        let mut longest = vec![1u64; self.agents];
+        for &a in order.iter().rev() {
+            for (_, e) in self.successors(a, false) {
+                if let Target::Agent(b) = e.to {
+                    longest[a] = longest[a].max(1 + longest[b]);
+                }
+            }
+        }
+        let l = longest.iter().copied().max().unwrap_or(0);
+        let b: u64 = self
+            .edges
+            .iter()
+            .filter_map(|e| e.bound.map(u64::from))
+            .sum();
+        Some(l.saturating_mul(b.saturating_add(1)))
+    }
+
+    /// A topological order of the agents over unbounded edges (only valid
+    /// when there is no unbounded cycle).
+    fn topological_order(&self) -> Vec<usize> {
+        let mut indegree = vec![0usize; self.agents];
+        for e in self.edges.iter().filter(|e| e.bound.is_none()) {
+            if let Target::Agent(b) = e.to {
+                indegree[b] += 1;
+            }
+        }
+        let mut ready: Vec<usize> = (0..self.agents).filter(|&a| indegree[a] == 0).collect();
+        let mut order = Vec::with_capacity(self.agents);
+        while let Some(a) = ready.pop() {
+            order.push(a);
+            for (_, e) in self.successors(a, false) {
+                if let Target::Agent(b) = e.to {
+                    indegree[b] -= 1;
+                    if indegree[b] == 0 {
+                        ready.push(b);
+                    }
+                }
+            }
+        }
+        order
+    }
+}
+
+#[cfg(test)]
+#[path = "graph_tests.rs"]
+mod tests;

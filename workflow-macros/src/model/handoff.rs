@@ -1,0 +1,125 @@
+//! The model of a `#[handoff]` struct: its fields and which carry which
+//! contract part, with the marker tokens kept for spans.
+
+use syn::{Fields, Ident, ItemStruct, Type};
+
+use crate::ctxt::Ctxt;
+
+/// A contract part: marker name, what it is, an example field.
+pub struct Part {
+    pub marker: &'static str,
+    pub meaning: &'static str,
+    pub example: &'static str,
+}
+
+/// The contract parts, in the order they are reported.
+pub const PARTS: [Part; 5] = [
+    Part {
+        marker: "operation",
+        meaning: "the operation the receiver is asked to do",
+        example: "#[operation] pub op: Operation",
+    },
+    Part {
+        marker: "authority",
+        meaning: "the authority the receiver is asked to exercise, and until when",
+        example: "#[authority] pub scope: Scope<authority::Name>",
+    },
+    Part {
+        marker: "evidence",
+        meaning: "the evidence the sender relied on",
+        example: "#[evidence] pub evidence: Vec<Evidence>",
+    },
+    Part {
+        marker: "uncertainty",
+        meaning: "what the sender left unresolved",
+        example: "#[uncertainty] pub open: Vec<Uncertainty>",
+    },
+    Part {
+        marker: "stop",
+        meaning: "when the receiver must stop",
+        example: "#[stop] pub stop: StopWhen",
+    },
+];
+
+/// A field marked as a contract part.
+pub struct PartField {
+    /// The marker attribute's path (`operation`, ...), for spans.
+    pub marker: Ident,
+    /// Index of the part in [`PARTS`].
+    pub part: usize,
+    pub field: Ident,
+    pub ty: Type,
+    /// The field's `#[serde(..)]` attributes, to check for droppable parts.
+    pub serde_attrs: Vec<syn::Attribute>,
+}
+
+/// A `#[handoff]` struct.
+pub struct Handoff {
+    /// The struct with the part markers removed.
+    pub item: ItemStruct,
+    /// The marked fields, in field order.
+    pub parts: Vec<PartField>,
+}
+
+impl Handoff {
+    /// Builds the model; reports a struct without named fields.
+    pub fn from_struct(cx: &Ctxt, mut item: ItemStruct) -> Option<Handoff> {
+        let named = match &mut item.fields {
+            Fields::Named(named) => named,
+            _ => {
+                cx.error_spanned_by(
+                    &item.ident,
+                    "`#[handoff]` needs a struct with named fields: the contract parts are marked fields",
+                );
+                return None;
+            }
+        };
+        let mut parts = Vec::new();
+        for field in named.named.iter_mut() {
+            let ident = field.ident.clone().expect("named fields have idents");
+            let mut markers = Vec::new();
+            field.attrs.retain(|attr| {
+                let part = attr
+                    .path()
+                    .get_ident()
+                    .and_then(|id| PARTS.iter().position(|p| id == p.marker));
+                match (part, attr.path().get_ident()) {
+                    (Some(part), Some(marker)) => {
+                        if !matches!(attr.meta, syn::Meta::Path(_)) {
+                            cx.error_spanned_by(
+                                attr,
+                                format!("`#[{}]` takes no arguments", PARTS[part].marker),
+                            );
+                        }
+                        markers.push((part, marker.clone()));
+                        false
+                    }
+                    _ => true,
+                }
+            });
+            let serde_attrs: Vec<_> = field
+                .attrs
+                .iter()
+                .filter(|a| a.path().is_ident("serde"))
+                .cloned()
+                .collect();
+            for (part, marker) in markers {
+                parts.push(PartField {
+                    marker,
+                    part,
+                    field: ident.clone(),
+                    ty: field.ty.clone(),
+                    serde_attrs: serde_attrs.clone(),
+                });
+            }
+        }
+        Some(Handoff { item, parts })
+    }
+
+    /// The one field carrying part `part`, when there is exactly one.
+    pub fn part(&self, part: usize) -> Option<&PartField> {
+        let mut it = self.parts.iter().filter(|p| p.part == part);
+        let first = it.next()?;
+        if it.next().is_some() { None } else { Some(first) }
+    }
+}

@@ -1,0 +1,4 @@
+//! The models built from the parsed input, before any check.
+
+pub mod handoff;
+pub mod workflow;

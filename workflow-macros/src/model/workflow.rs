@@ -1,0 +1,261 @@
+//! The model of a `#[workflow]` module: its agents, tools, handoffs and
+//! invariants, each keeping the user's tokens for spans.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{FnArg, GenericArgument, Ident, Item, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::check;
+use crate::codegen;
+use crate::ctxt::Ctxt;
+use crate::model::handoff::Handoff;
+use crate::parse::{AgentArgs, ConditionArgs, ToolArgs, WorkflowArgs};
+
+/// An `#[agent]` function.
+pub struct Agent {
+    pub name: Ident,
+    pub input_pat: Pat,
+    pub input_ty: Type,
+    pub cx_pat: Pat,
+    pub args: AgentArgs,
+    pub pre: Vec<ConditionArgs>,
+    pub post: Vec<ConditionArgs>,
+}
+
+/// A `#[tool]` function.
+pub struct Tool {
+    pub name: Ident,
+    pub input_ty: Type,
+    pub output_ty: Type,
+    pub needs: Option<Ident>,
+}
+
+/// A `#[workflow]` module.
+pub struct Workflow {
+    pub vis: syn::Visibility,
+    pub name: Ident,
+    pub attrs: Vec<syn::Attribute>,
+    pub args: WorkflowArgs,
+    /// The module's items as they will be emitted (markers consumed).
+    pub items: Vec<TokenStream>,
+    pub agents: Vec<Agent>,
+    pub tools: Vec<Tool>,
+    /// Names of the `#[handoff]` structs declared in the module.
+    pub handoffs: Vec<Ident>,
+    pub invariants: Option<Ident>,
+}
+
+fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(name))
+}
+
+fn take_attrs(attrs: &mut Vec<syn::Attribute>, name: &str) -> Vec<syn::Attribute> {
+    let (taken, kept) = attrs.drain(..).partition(|a| a.path().is_ident(name));
+    *attrs = kept;
+    taken
+}
+
+impl Workflow {
+    /// Builds the model from the module; reports what cannot be modelled.
+    pub fn from_module(cx: &Ctxt, args: WorkflowArgs, module: syn::ItemMod) -> Option<Workflow> {
+        let Some((_, content)) = module.content else {
+            cx.error_spanned_by(
+                &module.ident,
+                "`#[workflow]` needs an inline module: `mod name { ... }`",
+            );
+            return None;
+        };
+        let mut wf = Workflow {
+            vis: module.vis,
+            name: module.ident,
+            attrs: module.attrs,
+            args,
+            items: Vec::new(),
+            agents: Vec::new(),
+            tools: Vec::new(),
+            handoffs: Vec::new(),
+            invariants: None,
+        };
+        for item in content {
+            match item {
+                Item::Struct(mut s) if has_attr(&s.attrs, "handoff") => {
+                    for a in take_attrs(&mut s.attrs, "handoff") {
+                        if !matches!(a.meta, syn::Meta::Path(_)) {
+                            cx.error_spanned_by(&a, "`#[handoff]` takes no arguments");
+                        }
+                    }
+                    wf.handoffs.push(s.ident.clone());
+                    wf.items.push(expand_handoff(cx, s));
+                }
+                Item::Struct(mut s) if has_attr(&s.attrs, "invariants") => {
+                    take_attrs(&mut s.attrs, "invariants");
+                    if let Some(first) = &wf.invariants {
+                        cx.error_spanned_by(
+                            &s.ident,
+                            format!("a workflow has one `#[invariants]` type; `{first}` is already declared"),
+                        );
+                    } else {
+                        wf.invariants = Some(s.ident.clone());
+                    }
+                    let derives = codegen::handoff::derives(&s, false);
+                    wf.items.push(quote::quote!(#derives #s));
+                }
+                Item::Fn(mut f) if has_attr(&f.attrs, "agent") => {
+                    if let Some(agent) = agent_from_fn(cx, &mut f) {
+                        wf.agents.push(agent);
+                    }
+                    wf.items.push(f.into_token_stream());
+                }
+                Item::Fn(mut f) if has_attr(&f.attrs, "tool") => {
+                    if let Some(tool) = tool_from_fn(cx, &mut f) {
+                        wf.tools.push(tool);
+                    }
+                    wf.items.push(f.into_token_stream());
+                }
+                Item::Fn(mut f) if has_attr(&f.attrs, "pre") || has_attr(&f.attrs, "post") => {
+                    for a in take_attrs(&mut f.attrs, "pre").into_iter().chain(take_attrs(&mut f.attrs, "post")) {
+                        cx.error_spanned_by(
+                            a.path(),
+                            "a condition belongs to an agent: add `#[agent(..)]` to this function",
+                        );
+                    }
+                    wf.items.push(f.into_token_stream());
+                }
+                other => wf.items.push(other.into_token_stream()),
+            }
+        }
+        Some(wf)
+    }
+}
+
+/// Expands a `#[handoff]` struct in place (its rules run with the rest).
+pub fn expand_handoff(cx: &Ctxt, s: syn::ItemStruct) -> TokenStream {
+    let fallback = s.to_token_stream();
+    let Some(model) = Handoff::from_struct(cx, s) else {
+        return fallback;
+    };
+    let rules = Ctxt::default();
+    check::contract::check(&rules, &model);
+    let complete = !rules.has_errors();
+    cx.absorb(rules);
+    codegen::handoff::expand(&model, complete)
+}
+
+fn typed_arg(arg: &FnArg) -> Option<(&Pat, &Type)> {
+    match arg {
+        FnArg::Typed(t) => Some((&t.pat, &t.ty)),
+        FnArg::Receiver(_) => None,
+    }
+}
+
+fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
+    let mut args = AgentArgs::default();
+    for a in take_attrs(&mut f.attrs, "agent") {
+        match &a.meta {
+            syn::Meta::Path(_) => {}
+            _ => match a.parse_args::<AgentArgs>() {
+                Ok(parsed) => args = parsed,
+                Err(e) => cx.syn_error(e),
+            },
+        }
+    }
+    let mut conditions = |name: &str| -> Vec<ConditionArgs> {
+        take_attrs(&mut f.attrs, name)
+            .into_iter()
+            .filter_map(|a| match a.parse_args::<ConditionArgs>() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    cx.syn_error(e);
+                    None
+                }
+            })
+            .collect()
+    };
+    let pre = conditions("pre");
+    let post = conditions("post");
+    let sig = &f.sig;
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(
+            sig.fn_token,
+            format!("agent `{}` must be an `async fn`; add `async`", sig.ident),
+        );
+    }
+    if !sig.generics.params.is_empty() {
+        cx.error_spanned_by(&sig.generics, "an agent cannot be generic; use concrete types");
+    }
+    let inputs: Vec<_> = sig.inputs.iter().collect();
+    let (Some((input_pat, input_ty)), Some((cx_pat, _))) = (
+        inputs.first().and_then(|a| typed_arg(a)),
+        inputs.get(1).and_then(|a| typed_arg(a)),
+    ) else {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!(
+                "agent `{0}` takes two arguments, its input and its context: `async fn {0}(input: Input, cx: {0}::Context<'_>)`",
+                sig.ident
+            ),
+        );
+        return None;
+    };
+    if inputs.len() > 2 {
+        cx.error_spanned_by(inputs[2], "an agent takes exactly two arguments (input, context); remove this one");
+    }
+    Some(Agent {
+        name: sig.ident.clone(),
+        input_pat: input_pat.clone(),
+        input_ty: input_ty.clone(),
+        cx_pat: cx_pat.clone(),
+        args,
+        pre,
+        post,
+    })
+}
+
+fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
+    let mut args = ToolArgs::default();
+    for a in take_attrs(&mut f.attrs, "tool") {
+        if !matches!(a.meta, syn::Meta::Path(_)) {
+            match a.parse_args::<ToolArgs>() {
+                Ok(parsed) => args = parsed,
+                Err(e) => cx.syn_error(e),
+            }
+        }
+    }
+    let sig = &f.sig;
+    let shape = format!(
+        "a tool is `async fn {}(input: Input, deps: &Deps) -> Result<Output, ToolError>`",
+        sig.ident
+    );
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(sig.fn_token, format!("tool `{}` must be an `async fn`; {shape}", sig.ident));
+    }
+    let input_ty = sig.inputs.first().and_then(typed_arg).map(|(_, t)| t.clone());
+    let output_ty = result_ok_type(&sig.output);
+    match (input_ty, output_ty, sig.inputs.len()) {
+        (Some(input_ty), Some(output_ty), 2) => Some(Tool {
+            name: sig.ident.clone(),
+            input_ty,
+            output_ty,
+            needs: args.needs,
+        }),
+        _ => {
+            cx.error_spanned_by(&sig.ident, shape);
+            None
+        }
+    }
+}
+
+/// `T` of a `Result<T, _>` return type.
+fn result_ok_type(ret: &ReturnType) -> Option<Type> {
+    let ReturnType::Type(_, ty) = ret else { return None };
+    let Type::Path(p) = &**ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Result" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    }
+}

@@ -1,0 +1,180 @@
+//! Parsing the attribute arguments: `#[workflow(..)]`, `#[agent(..)]`,
+//! `#[tool(..)]`, `#[pre(..)]` / `#[post(..)]`. Each keeps its tokens for spans.
+
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, LitInt, LitStr, Token, Type, bracketed, parenthesized};
+
+use crate::ctxt::suggestion;
+
+/// `key = value` arguments, parsed by key.
+fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<Ident> {
+    let key: Ident = input.parse()?;
+    let name = key.to_string();
+    if !keys.contains(&name.as_str()) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!(
+                "unknown argument `{name}`{}; expected one of: {}",
+                suggestion(&name, keys.iter().copied()),
+                keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    input.parse::<Token![=]>()?;
+    Ok(key)
+}
+
+fn duplicate(key: &Ident) -> syn::Error {
+    syn::Error::new(key.span(), format!("`{key}` is given twice; keep one"))
+}
+
+/// `#[workflow(entry = a, output = T, deps = D, max_hops = N)]`
+#[derive(Default)]
+pub struct WorkflowArgs {
+    pub entry: Option<Ident>,
+    pub output: Option<Type>,
+    pub deps: Option<Type>,
+    pub max_hops: Option<LitInt>,
+}
+
+impl Parse for WorkflowArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = WorkflowArgs::default();
+        while !input.is_empty() {
+            let key = parse_key(input, &["entry", "output", "deps", "max_hops"])?;
+            match key.to_string().as_str() {
+                "entry" if args.entry.is_none() => args.entry = Some(input.parse()?),
+                "output" if args.output.is_none() => args.output = Some(input.parse()?),
+                "deps" if args.deps.is_none() => args.deps = Some(input.parse()?),
+                "max_hops" if args.max_hops.is_none() => args.max_hops = Some(input.parse()?),
+                _ => return Err(duplicate(&key)),
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// One entry of `to = [...]`: an agent, `END`, optionally `(max = N)`.
+pub struct TargetArg {
+    pub name: Ident,
+    pub bound: Option<LitInt>,
+}
+
+impl Parse for TargetArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        let mut bound = None;
+        if input.peek(syn::token::Paren) {
+            let inner;
+            parenthesized!(inner in input);
+            let key: Ident = inner.parse()?;
+            if key != "max" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("expected `max = N` (a loop bound), found `{key}`"),
+                ));
+            }
+            inner.parse::<Token![=]>()?;
+            bound = Some(inner.parse()?);
+        }
+        Ok(TargetArg { name, bound })
+    }
+}
+
+fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
+    let inner;
+    bracketed!(inner in input);
+    Ok(Punctuated::<T, Token![,]>::parse_terminated(&inner)?
+        .into_iter()
+        .collect())
+}
+
+/// `#[agent(owns = [..], tools = [..], to = [..], timeout_ms = N)]`
+#[derive(Default)]
+pub struct AgentArgs {
+    pub owns: Vec<Ident>,
+    pub tools: Vec<Ident>,
+    pub to: Vec<TargetArg>,
+    /// The `to` key itself, when given.
+    pub to_key: Option<Ident>,
+    pub timeout_ms: Option<LitInt>,
+}
+
+impl Parse for AgentArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = AgentArgs::default();
+        let mut seen: Vec<String> = Vec::new();
+        while !input.is_empty() {
+            let key = parse_key(input, &["owns", "tools", "to", "timeout_ms"])?;
+            let name = key.to_string();
+            if seen.contains(&name) {
+                return Err(duplicate(&key));
+            }
+            seen.push(name.clone());
+            match name.as_str() {
+                "owns" => args.owns = bracketed_list(input)?,
+                "tools" => args.tools = bracketed_list(input)?,
+                "to" => {
+                    args.to = bracketed_list(input)?;
+                    args.to_key = Some(key);
+                }
+                _ => args.timeout_ms = Some(input.parse()?),
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// `#[tool(needs = Authority)]` (the argument is optional).
+#[derive(Default)]
+pub struct ToolArgs {
+    pub needs: Option<Ident>,
+}
+
+impl Parse for ToolArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = ToolArgs::default();
+        while !input.is_empty() {
+            let key = parse_key(input, &["needs"])?;
+            if args.needs.is_some() {
+                return Err(duplicate(&key));
+            }
+            args.needs = Some(input.parse()?);
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// `#[pre(expr, "message")]` / `#[post(expr, "message")]`
+pub struct ConditionArgs {
+    pub expr: Expr,
+    pub message: LitStr,
+}
+
+impl Parse for ConditionArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let expr: Expr = input.parse()?;
+        if input.is_empty() {
+            return Err(syn::Error::new(
+                input.span(),
+                "a condition needs a message that says what it protects: `(expr, \"message\")`",
+            ));
+        }
+        input.parse::<Token![,]>()?;
+        let message: LitStr = input.parse()?;
+        if !input.is_empty() {
+            input.parse::<Token![,]>()?;
+        }
+        Ok(ConditionArgs { expr, message })
+    }
+}
