@@ -1,1 +1,8 @@
+//! Complete, runnable workflows. The binaries in this package's `examples`
+//! folder run them; the workflows themselves live here so tests and
+//! benchmarks can use them too.
 
+pub mod deploy_workflow;
+pub mod hand_written;
+pub mod loop_bench;
+pub mod writer_reviewer;

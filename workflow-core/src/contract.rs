@@ -263,7 +263,8 @@ impl StopWhen {
 
     /// Adds a condition stated in words.
     pub fn or_when(mut self, text: impl Into<String>) -> Self {
-        self.any.push(StopCondition::Described { text: text.into() });
+        self.any
+            .push(StopCondition::Described { text: text.into() });
         self
     }
 

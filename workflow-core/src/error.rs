@@ -127,7 +127,12 @@ pub struct Aborted {
 
 impl fmt::Display for Aborted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "run {} aborted: {}", self.transcript.run_id(), self.error)
+        write!(
+            f,
+            "run {} aborted: {}",
+            self.transcript.run_id(),
+            self.error
+        )
     }
 }
 

@@ -57,7 +57,7 @@ pub use executor::{
 };
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
 pub use manifest::Manifest;
-pub use record::{Endpoint, Receipt, RejectReason, TransferRecord, Transcript};
+pub use record::{Endpoint, Receipt, RejectReason, Transcript, TransferRecord};
 pub use schema::{Drift, SchemaSet};
 
 #[cfg(feature = "macros")]

@@ -83,7 +83,8 @@ impl SchemaSet {
     }
 
     fn render(schema: &Value) -> String {
-        let mut text = serde_json::to_string_pretty(schema).expect("a JSON value always serializes");
+        let mut text =
+            serde_json::to_string_pretty(schema).expect("a JSON value always serializes");
         text.push('\n');
         text
     }
@@ -118,7 +119,9 @@ impl SchemaSet {
                         drift.changed.push(name.clone());
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => drift.unpublished.push(name.clone()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    drift.unpublished.push(name.clone())
+                }
                 Err(e) => drift.unreadable.push((name.clone(), e.to_string())),
             }
         }
@@ -133,7 +136,9 @@ impl SchemaSet {
                     }
                 }
             }
-            Err(e) => drift.unreadable.push((dir.display().to_string(), e.to_string())),
+            Err(e) => drift
+                .unreadable
+                .push((dir.display().to_string(), e.to_string())),
         }
         drift.removed.sort();
         if drift.is_empty() { Ok(()) } else { Err(drift) }
@@ -178,7 +183,10 @@ impl fmt::Display for Drift {
         for (what, e) in &self.unreadable {
             writeln!(f, "  unreadable:  {what}: {e}")?;
         }
-        write!(f, "re-export the schemas if the change is intended, and announce it")
+        write!(
+            f,
+            "re-export the schemas if the change is intended, and announce it"
+        )
     }
 }
 

@@ -47,7 +47,10 @@ impl Ctxt {
 }
 
 /// The closest of `candidates` to `name`, if close enough to suggest.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(name, c), c))

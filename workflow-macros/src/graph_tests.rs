@@ -60,7 +60,11 @@ fn reachability_and_ends() {
     let g = Graph {
         agents: 4,
         entry: 0,
-        edges: vec![edge(0, Some(1), None), edge(1, None, None), edge(2, Some(3), None)],
+        edges: vec![
+            edge(0, Some(1), None),
+            edge(1, None, None),
+            edge(2, Some(3), None),
+        ],
     };
     assert_eq!(g.reachable_from_entry(), vec![true, true, false, false]);
     assert_eq!(g.can_reach_end(), vec![true, true, false, false]);
@@ -134,12 +138,18 @@ fn oracle_reachable(g: &Graph) -> Vec<bool> {
 
 fn arb_graph() -> impl Strategy<Value = Graph> {
     (1usize..6).prop_flat_map(|n| {
-        let edge = (0..n, prop::option::weighted(0.85, 0..n), prop::option::of(1u32..3))
+        let edge = (
+            0..n,
+            prop::option::weighted(0.85, 0..n),
+            prop::option::of(1u32..3),
+        )
             .prop_map(|(from, to, bound)| edge(from, to, bound));
-        (Just(n), 0..n, prop::collection::vec(edge, 0..9)).prop_map(|(agents, entry, edges)| Graph {
-            agents,
-            entry,
-            edges,
+        (Just(n), 0..n, prop::collection::vec(edge, 0..9)).prop_map(|(agents, entry, edges)| {
+            Graph {
+                agents,
+                entry,
+                edges,
+            }
         })
     })
 }

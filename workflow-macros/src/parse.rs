@@ -17,7 +17,10 @@ fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<Ident> {
             format!(
                 "unknown argument `{name}`{}; expected one of: {}",
                 suggestion(&name, keys.iter().copied()),
-                keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                keys.iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }

@@ -125,11 +125,9 @@ fn check_container(cx: &Ctxt, h: &Handoff) {
 
 fn is_option(ty: &Type) -> bool {
     match ty {
-        Type::Path(p) if p.qself.is_none() => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Option"),
+        Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().is_some_and(|s| s.ident == "Option")
+        }
         Type::Group(g) => is_option(&g.elem),
         Type::Paren(p) => is_option(&p.elem),
         _ => false,

@@ -27,7 +27,10 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     check_role_overlap(cx, wf);
     check_numbers(cx, wf);
     if wf.agents.is_empty() {
-        cx.error_spanned_by(&wf.name, "a workflow needs at least one `#[agent]` function");
+        cx.error_spanned_by(
+            &wf.name,
+            "a workflow needs at least one `#[agent]` function",
+        );
         return None;
     }
     // With a bad entry, go on from the first agent so every other error shows.
@@ -93,12 +96,18 @@ fn check_duplicate_agents(cx: &Ctxt, wf: &Workflow) {
     for a in &wf.agents {
         let camel = crate::codegen::camel(&a.name);
         if camel == "End" {
-            cx.error_spanned_by(&a.name, "an agent cannot be named `end`: `End` is the variant for `END`; rename it");
+            cx.error_spanned_by(
+                &a.name,
+                "an agent cannot be named `end`: `End` is the variant for `END`; rename it",
+            );
         }
         if let Some(first) = seen.insert(camel, &a.name) {
             cx.error_spanned_by(
                 &a.name,
-                format!("agent `{}` is declared twice (as `{first}` too); rename one", a.name),
+                format!(
+                    "agent `{}` is declared twice (as `{first}` too); rename one",
+                    a.name
+                ),
             );
         }
     }
@@ -115,7 +124,10 @@ fn check_tools(cx: &Ctxt, wf: &Workflow) {
     let mut declared: HashMap<String, &Ident> = HashMap::new();
     for t in &wf.tools {
         if let Some(first) = declared.insert(t.name.to_string(), &t.name) {
-            cx.error_spanned_by(&t.name, format!("tool `{first}` is declared twice; rename one"));
+            cx.error_spanned_by(
+                &t.name,
+                format!("tool `{first}` is declared twice; rename one"),
+            );
         }
         if let Some(needs) = &t.needs
             && !owner.contains_key(&needs.to_string())
@@ -184,7 +196,10 @@ fn check_role_overlap(cx: &Ctxt, wf: &Workflow) {
         }
         let names: Vec<String> = list.iter().map(|(_, a)| format!("`{a}`")).collect();
         for (token, agent) in &list {
-            let others: Vec<&String> = names.iter().filter(|n| **n != format!("`{agent}`")).collect();
+            let others: Vec<&String> = names
+                .iter()
+                .filter(|n| **n != format!("`{agent}`"))
+                .collect();
             let message = if others.is_empty() {
                 format!("agent `{agent}` lists authority `{authority}` twice; keep one")
             } else {
@@ -242,14 +257,20 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>) 
         for t in &a.args.to {
             let name = t.name.to_string();
             if seen.contains(&name) {
-                cx.error_spanned_by(&t.name, format!("`{name}` is listed twice in `to = [...]`; keep one"));
+                cx.error_spanned_by(
+                    &t.name,
+                    format!("`{name}` is listed twice in `to = [...]`; keep one"),
+                );
                 continue;
             }
             seen.push(name.clone());
             let bound = t.bound.as_ref().and_then(|b| b.base10_parse::<u32>().ok());
             let to = if name == "END" {
                 if let Some(b) = &t.bound {
-                    cx.error_spanned_by(b, "`END` takes no loop bound: a run ends once; remove `(max = ..)`");
+                    cx.error_spanned_by(
+                        b,
+                        "`END` takes no loop bound: a run ends once; remove `(max = ..)`",
+                    );
                 }
                 Target::End
             } else if let Some(&i) = index.get(&name) {
@@ -314,7 +335,11 @@ fn check_ends(cx: &Ctxt, wf: &Workflow, g: &Graph) {
 /// reported on the edge that closes it, with its path.
 fn check_unbounded_loops(cx: &Ctxt, wf: &Workflow, g: &Graph, tokens: &[Ident]) {
     for cycle in g.unbounded_cycles() {
-        let path: Vec<String> = cycle.path.iter().map(|&a| wf.agents[a].name.to_string()).collect();
+        let path: Vec<String> = cycle
+            .path
+            .iter()
+            .map(|&a| wf.agents[a].name.to_string())
+            .collect();
         let back = &tokens[cycle.closing_edge];
         cx.error_spanned_by(
             back,

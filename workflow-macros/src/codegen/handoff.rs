@@ -10,7 +10,10 @@ use crate::model::handoff::{Handoff, PARTS};
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
 pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
     let has_deny = item.attrs.iter().any(|a| {
-        a.path().is_ident("serde") && a.meta.to_token_stream_string().contains("deny_unknown_fields")
+        a.path().is_ident("serde")
+            && a.meta
+                .to_token_stream_string()
+                .contains("deny_unknown_fields")
     });
     let deny = if deny && !has_deny {
         quote!(, deny_unknown_fields)
@@ -54,8 +57,10 @@ pub fn expand(h: &Handoff, complete: bool) -> TokenStream {
     let scope_field = &scope.field;
     let scope_ty = &scope.ty;
     let stop_field = &stop.field;
-    let authority = quote_spanned!(scope_ty.span()=> <#scope_ty as ::workflow_core::AuthorityScope>::Authority);
-    let stop_view = quote_spanned!(stop.ty.span()=> &self.#stop_field as &dyn ::workflow_core::StopConditions);
+    let authority =
+        quote_spanned!(scope_ty.span()=> <#scope_ty as ::workflow_core::AuthorityScope>::Authority);
+    let stop_view =
+        quote_spanned!(stop.ty.span()=> &self.#stop_field as &dyn ::workflow_core::StopConditions);
     let parts = h.parts.iter().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();

@@ -18,11 +18,19 @@ fn type_text(ty: &syn::Type) -> String {
 /// The whole module, user items first, generated items after.
 pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let Workflow {
-        vis, name, attrs, items, ..
+        vis,
+        name,
+        attrs,
+        items,
+        ..
     } = wf;
     let authority = authorities(wf);
     let tools = tools(wf);
-    let agents = wf.agents.iter().enumerate().map(|(i, a)| agent(wf, r, i, a));
+    let agents = wf
+        .agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| agent(wf, r, i, a));
     let spec = spec(wf, r);
     let assertions = ownership_assertions(wf, r);
     let max_hops = r.max_hops;
@@ -190,12 +198,17 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
                 },
             }
         });
-    let owns = a.args.owns.iter().map(|o| {
-        quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {})
-    });
-    let grants = a.args.tools.iter().filter(|t| wf.tools.iter().any(|d| d.name == **t)).map(|t| {
-        quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {})
-    });
+    let owns = a
+        .args
+        .owns
+        .iter()
+        .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}));
+    let grants = a
+        .args
+        .tools
+        .iter()
+        .filter(|t| wf.tools.iter().any(|d| d.name == **t))
+        .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}));
     let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {
         quote! {
             const TIMEOUT: ::workflow_core::__private::Option<::workflow_core::__private::Duration> =
@@ -213,7 +226,12 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
     });
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
     let pre = (!a.pre.is_empty()).then(|| {
-        let body = conditions(index, &a.pre, "pre", quote!(let #input_pat = input; let #cx_pat = cx;));
+        let body = conditions(
+            index,
+            &a.pre,
+            "pre",
+            quote!(let #input_pat = input; let #cx_pat = cx;),
+        );
         quote! {
             #[allow(unused_variables, unused_mut, clippy::ref_patterns)]
             fn pre(
@@ -236,8 +254,11 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
             }
         }
     });
-    let mod_doc = format!("Generated for agent `{name}`: its marker, its `Next` and its `Context`.");
-    let next_doc = format!("Where `{name}` may hand off: each variant carries exactly the receiver's input type.");
+    let mod_doc =
+        format!("Generated for agent `{name}`: its marker, its `Next` and its `Context`.");
+    let next_doc = format!(
+        "Where `{name}` may hand off: each variant carries exactly the receiver's input type."
+    );
     quote! {
         #[doc = #mod_doc]
         pub mod #name {
@@ -392,7 +413,12 @@ fn schema_name(ty: TokenStream) -> TokenStream {
 
 fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     let output = output_ty(wf);
-    let output_text = wf.args.output.as_ref().map(type_text).unwrap_or_else(|| "()".into());
+    let output_text = wf
+        .args
+        .output
+        .as_ref()
+        .map(type_text)
+        .unwrap_or_else(|| "()".into());
     let entry = &wf.agents[r.graph.entry];
     let input_text = type_text(&entry.input_ty);
     let cond = |cs: &[crate::parse::ConditionArgs]| {
@@ -411,7 +437,12 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let input_schema = schema_name(quote!(#ty));
         let owns = a.args.owns.iter().map(|o| o.to_string());
         let tools = a.args.tools.iter().map(|t| t.to_string());
-        let timeout = match a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()) {
+        let timeout = match a
+            .args
+            .timeout_ms
+            .as_ref()
+            .and_then(|t| t.base10_parse::<u64>().ok())
+        {
             Some(ms) => quote!(::workflow_core::__private::Option::Some(#ms)),
             None => quote!(::workflow_core::__private::Option::None),
         };
@@ -501,16 +532,21 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
 /// Compile-time assertion: the receiver of each edge owns the authority its
 /// payload delegates; the error lands on the receiver's name in `to = [...]`.
 pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
-    let asserts = r.graph.edges.iter().zip(&r.edge_tokens).filter_map(|(e, token)| {
-        let Target::Agent(b) = e.to else { return None };
-        let receiver = &wf.agents[b].name;
-        let payload = &wf.agents[b].input_ty;
-        Some(quote_spanned! {token.span()=>
-            const _: () = ::workflow_core::__private::assert_owns::<
-                #receiver::Agent,
-                <#payload as ::workflow_core::Handoff>::Authority,
-            >();
-        })
-    });
+    let asserts = r
+        .graph
+        .edges
+        .iter()
+        .zip(&r.edge_tokens)
+        .filter_map(|(e, token)| {
+            let Target::Agent(b) = e.to else { return None };
+            let receiver = &wf.agents[b].name;
+            let payload = &wf.agents[b].input_ty;
+            Some(quote_spanned! {token.span()=>
+                const _: () = ::workflow_core::__private::assert_owns::<
+                    #receiver::Agent,
+                    <#payload as ::workflow_core::Handoff>::Authority,
+                >();
+            })
+        });
     quote!(#(#asserts)*)
 }

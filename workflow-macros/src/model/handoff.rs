@@ -120,6 +120,10 @@ impl Handoff {
     pub fn part(&self, part: usize) -> Option<&PartField> {
         let mut it = self.parts.iter().filter(|p| p.part == part);
         let first = it.next()?;
-        if it.next().is_some() { None } else { Some(first) }
+        if it.next().is_some() {
+            None
+        } else {
+            Some(first)
+        }
     }
 }

@@ -113,7 +113,10 @@ impl Workflow {
                     wf.items.push(f.into_token_stream());
                 }
                 Item::Fn(mut f) if has_attr(&f.attrs, "pre") || has_attr(&f.attrs, "post") => {
-                    for a in take_attrs(&mut f.attrs, "pre").into_iter().chain(take_attrs(&mut f.attrs, "post")) {
+                    for a in take_attrs(&mut f.attrs, "pre")
+                        .into_iter()
+                        .chain(take_attrs(&mut f.attrs, "post"))
+                    {
                         cx.error_spanned_by(
                             a.path(),
                             "a condition belongs to an agent: add `#[agent(..)]` to this function",
@@ -181,7 +184,10 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
         );
     }
     if !sig.generics.params.is_empty() {
-        cx.error_spanned_by(&sig.generics, "an agent cannot be generic; use concrete types");
+        cx.error_spanned_by(
+            &sig.generics,
+            "an agent cannot be generic; use concrete types",
+        );
     }
     let inputs: Vec<_> = sig.inputs.iter().collect();
     let (Some((input_pat, input_ty)), Some((cx_pat, _))) = (
@@ -198,7 +204,10 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
         return None;
     };
     if inputs.len() > 2 {
-        cx.error_spanned_by(inputs[2], "an agent takes exactly two arguments (input, context); remove this one");
+        cx.error_spanned_by(
+            inputs[2],
+            "an agent takes exactly two arguments (input, context); remove this one",
+        );
     }
     Some(Agent {
         name: sig.ident.clone(),
@@ -227,9 +236,16 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
         sig.ident
     );
     if sig.asyncness.is_none() {
-        cx.error_spanned_by(sig.fn_token, format!("tool `{}` must be an `async fn`; {shape}", sig.ident));
+        cx.error_spanned_by(
+            sig.fn_token,
+            format!("tool `{}` must be an `async fn`; {shape}", sig.ident),
+        );
     }
-    let input_ty = sig.inputs.first().and_then(typed_arg).map(|(_, t)| t.clone());
+    let input_ty = sig
+        .inputs
+        .first()
+        .and_then(typed_arg)
+        .map(|(_, t)| t.clone());
     let output_ty = result_ok_type(&sig.output);
     match (input_ty, output_ty, sig.inputs.len()) {
         (Some(input_ty), Some(output_ty), 2) => Some(Tool {
@@ -247,13 +263,17 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
 
 /// `T` of a `Result<T, _>` return type.
 fn result_ok_type(ret: &ReturnType) -> Option<Type> {
-    let ReturnType::Type(_, ty) = ret else { return None };
+    let ReturnType::Type(_, ty) = ret else {
+        return None;
+    };
     let Type::Path(p) = &**ty else { return None };
     let last = p.path.segments.last()?;
     if last.ident != "Result" {
         return None;
     }
-    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
     match args.args.first()? {
         GenericArgument::Type(t) => Some(t.clone()),
         _ => None,

@@ -1,0 +1,313 @@
+//! The reference incident as a workflow: planner -> network -> terraform.
+//!
+//! The network agent looks up the staging VPC through a paginated cloud
+//! API. When the staging VPC is not on the first page, the agent does what
+//! the agent in the incident did: it takes the first VPC of the page. The
+//! handoff to terraform is valid JSON, but its evidence says the page was
+//! incomplete and the VPC is tagged `production`: terraform's
+//! pre-conditions reject it at the receipt, before any change.
+
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use workflow_core::prelude::*;
+
+/// A deployment environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Env {
+    /// Where changes are tried.
+    Staging,
+    /// Where customers are.
+    Production,
+}
+
+/// A VPC as the cloud API lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Vpc {
+    /// Its id.
+    pub id: String,
+    /// Its `env` tag.
+    pub env: Env,
+}
+
+/// A fake cloud API: VPCs listed page by page, and a route table log.
+pub struct FakeCloud {
+    /// All VPCs, in listing order.
+    pub vpcs: Vec<Vpc>,
+    /// How many VPCs one page holds.
+    pub page_size: usize,
+    /// Every route change applied, as `vpc: change`.
+    pub applied: Mutex<Vec<String>>,
+}
+
+impl FakeCloud {
+    /// The cloud of the incident: the production VPC is listed first and the
+    /// staging VPC only on the second page.
+    pub fn incident() -> Self {
+        FakeCloud {
+            vpcs: vec![
+                Vpc {
+                    id: "vpc-0prod".into(),
+                    env: Env::Production,
+                },
+                Vpc {
+                    id: "vpc-1shared".into(),
+                    env: Env::Production,
+                },
+                Vpc {
+                    id: "vpc-2stag".into(),
+                    env: Env::Staging,
+                },
+            ],
+            page_size: 2,
+            applied: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same cloud with pages large enough to list every VPC at once.
+    pub fn one_page() -> Self {
+        FakeCloud {
+            page_size: 100,
+            ..FakeCloud::incident()
+        }
+    }
+
+    /// The route changes applied so far.
+    pub fn applied(&self) -> Vec<String> {
+        self.applied.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+/// What the user asks for.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Goal {
+    /// The service to deploy.
+    pub service: String,
+    /// Where to deploy it.
+    pub env: Env,
+}
+
+/// The `describe_vpcs` query.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct VpcQuery {
+    /// Which page (0-based).
+    pub page: usize,
+}
+
+/// One page of VPCs.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct VpcPage {
+    /// The VPCs on this page.
+    pub vpcs: Vec<Vpc>,
+    /// Set when more pages follow.
+    pub next_page: Option<usize>,
+}
+
+/// The `apply_plan` request.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ApplyRequest {
+    /// The VPC whose route table changes.
+    pub vpc_id: String,
+    /// How many routes change.
+    pub routes: u32,
+}
+
+/// What `apply_plan` did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Applied {
+    /// How many routes changed.
+    pub changed_routes: u32,
+}
+
+/// The workflow output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeployReport {
+    /// The VPC deployed into.
+    pub vpc_id: String,
+    /// How many routes changed.
+    pub changed_routes: u32,
+}
+
+#[workflow(entry = planner, output = DeployReport, deps = FakeCloud)]
+pub mod deploy {
+    use super::*;
+
+    /// Pinned once per run, visible read-only to every agent.
+    #[invariants]
+    pub struct Root {
+        /// The tenant the run works for.
+        pub tenant: String,
+        /// The only environment this run may touch.
+        pub allowed_env: Env,
+        /// At most this many route changes per run.
+        pub max_changed_routes: u32,
+    }
+
+    /// Planner -> network: find the VPC to deploy into.
+    #[handoff]
+    pub struct NetworkTask {
+        /// What the network agent is asked to do.
+        #[operation]
+        pub op: Operation,
+        /// The authority it exercises.
+        #[authority]
+        pub scope: Scope<authority::LookupVpc>,
+        /// What the planner relied on.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// What the planner did not resolve.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// When to stop.
+        #[stop]
+        pub stop: StopWhen,
+        /// The environment to find a VPC in.
+        pub target_env: Env,
+    }
+
+    /// Network -> terraform: change the route table of this VPC.
+    #[handoff]
+    pub struct TerraformPlan {
+        /// What terraform is asked to do.
+        #[operation]
+        pub op: Operation,
+        /// The authority it exercises.
+        #[authority]
+        pub scope: Scope<authority::Apply>,
+        /// The lookup results the plan rests on.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// What the network agent did not resolve.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// When to stop.
+        #[stop]
+        pub stop: StopWhen,
+        /// The VPC to change.
+        pub vpc_id: String,
+        /// The VPC's `env` tag, as the lookup returned it.
+        pub vpc_env: Env,
+        /// How many routes the plan changes.
+        pub routes: u32,
+    }
+
+    /// Lists one page of VPCs.
+    #[tool(needs = LookupVpc)]
+    async fn describe_vpcs(query: VpcQuery, cloud: &FakeCloud) -> Result<VpcPage, ToolError> {
+        let start = query.page * cloud.page_size;
+        let end = (start + cloud.page_size).min(cloud.vpcs.len());
+        let vpcs = cloud.vpcs.get(start..end).unwrap_or_default().to_vec();
+        let next_page = (end < cloud.vpcs.len()).then_some(query.page + 1);
+        Ok(VpcPage { vpcs, next_page })
+    }
+
+    /// Changes a VPC's route table.
+    #[tool(needs = Apply)]
+    async fn apply_plan(request: ApplyRequest, cloud: &FakeCloud) -> Result<Applied, ToolError> {
+        let mut applied = cloud
+            .applied
+            .lock()
+            .map_err(|_| ToolError::new("apply_plan", "route log poisoned"))?;
+        applied.push(format!("{}: {} routes", request.vpc_id, request.routes));
+        Ok(Applied {
+            changed_routes: request.routes,
+        })
+    }
+
+    /// Turns the goal into a network task.
+    #[agent(owns = [Plan], to = [network])]
+    async fn planner(goal: Goal, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+        Ok(planner::Next::Network(NetworkTask {
+            op: Operation::new(
+                "lookup_vpc",
+                format!("find the {:?} VPC for {}", goal.env, goal.service),
+            ),
+            scope: cx.delegate(authority::LookupVpc).until_hop(cx.hop() + 1),
+            evidence: vec![Evidence::complete(
+                "user",
+                format!("deploy {} to {:?}", goal.service, goal.env),
+            )],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 3).or_when("no VPC carries the target tag"),
+            target_env: goal.env,
+        }))
+    }
+
+    /// Looks up the VPC; on an incomplete page it falls back to the first
+    /// VPC listed, as the agent in the incident did.
+    #[agent(owns = [LookupVpc], tools = [describe_vpcs], to = [terraform], timeout_ms = 2000)]
+    #[pre(task.target_env == cx.root().allowed_env, "the target must be the pinned environment")]
+    async fn network(task: NetworkTask, cx: network::Context<'_>) -> Result<network::Next, Reject> {
+        let page = cx.call(tools::describe_vpcs, VpcQuery { page: 0 }).await?;
+        let complete = page.next_page.is_none();
+        let vpc = page
+            .vpcs
+            .iter()
+            .find(|v| v.env == task.target_env)
+            .or(page.vpcs.first())
+            .cloned()
+            .ok_or_else(|| Reject::because("the cloud listed no VPC"))?;
+        let claim = format!("{} is tagged env={:?}", vpc.id, vpc.env);
+        let evidence = if complete {
+            Evidence::complete("describe_vpcs", claim)
+        } else {
+            Evidence::partial("describe_vpcs", format!("{claim} (page 0 of more)"))
+        };
+        Ok(network::Next::Terraform(TerraformPlan {
+            op: Operation::new(
+                "apply_routes",
+                format!("add the {} routes to {}", "2", vpc.id),
+            ),
+            scope: cx.delegate(authority::Apply).until_hop(cx.hop() + 1),
+            evidence: vec![evidence],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 2),
+            vpc_id: vpc.id,
+            vpc_env: vpc.env,
+            routes: 2,
+        }))
+    }
+
+    /// Applies the plan.
+    #[agent(owns = [Apply], tools = [apply_plan], to = [END])]
+    #[pre(plan.evidence.iter().all(|e| e.complete), "the plan must rest on complete lookups, not a truncated page")]
+    #[pre(plan.vpc_env == cx.root().allowed_env, "the VPC must carry the pinned environment's tag")]
+    #[post(matches!(out, terraform::Next::End(r) if r.changed_routes <= cx.root().max_changed_routes), "at most `max_changed_routes` route changes")]
+    async fn terraform(
+        plan: TerraformPlan,
+        cx: terraform::Context<'_>,
+    ) -> Result<terraform::Next, Reject> {
+        let applied = cx
+            .call(
+                tools::apply_plan,
+                ApplyRequest {
+                    vpc_id: plan.vpc_id.clone(),
+                    routes: plan.routes,
+                },
+            )
+            .await?;
+        Ok(terraform::Next::End(DeployReport {
+            vpc_id: plan.vpc_id,
+            changed_routes: applied.changed_routes,
+        }))
+    }
+}
+
+/// The invariants of the example runs: tenant `acme`, staging only.
+pub fn staging_root() -> deploy::Root {
+    deploy::Root {
+        tenant: "acme".into(),
+        allowed_env: Env::Staging,
+        max_changed_routes: 5,
+    }
+}
+
+/// The goal of the example runs.
+pub fn staging_goal() -> Goal {
+    Goal {
+        service: "checkout".into(),
+        env: Env::Staging,
+    }
+}
