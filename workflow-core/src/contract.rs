@@ -38,14 +38,14 @@ pub trait Owns<A: Authority> {}
 #[serde(deny_unknown_fields)]
 pub struct Operation {
     /// A short, stable name for the operation (`lookup_vpc`, `apply_plan`).
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// What exactly is asked, in the sender's words.
-    pub detail: String,
+    pub detail: Cow<'static, str>,
 }
 
 impl Operation {
-    /// An operation with a name and a detail.
-    pub fn new(name: impl Into<String>, detail: impl Into<String>) -> Self {
+    /// An operation with a name and a detail (static strings are not copied).
+    pub fn new(name: impl Into<Cow<'static, str>>, detail: impl Into<Cow<'static, str>>) -> Self {
         Operation {
             name: name.into(),
             detail: detail.into(),
@@ -55,20 +55,15 @@ impl Operation {
 
 /// When a delegated authority expires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case")]
 pub enum Expiry {
-    /// Valid for the rest of the run.
+    /// Valid for the rest of the run: `"never"`.
     Never,
-    /// Valid up to and including this hop of the run.
-    AtHop {
-        /// The last hop at which the authority may be exercised.
-        hop: u32,
-    },
-    /// Valid until this wall-clock time (milliseconds since the Unix epoch).
-    AtUnixMs {
-        /// The deadline.
-        ms: u64,
-    },
+    /// Valid up to and including this hop of the run: `{"at_hop": 3}`.
+    AtHop(u32),
+    /// Valid until this wall-clock time, in ms since the Unix epoch:
+    /// `{"at_unix_ms": 1700000000000}`.
+    AtUnixMs(u64),
 }
 
 /// The authority a handoff asks its receiver to exercise, and until when.
@@ -93,13 +88,13 @@ impl<A: Authority> Scope<A> {
 
     /// The same scope, expiring after `hop`.
     pub fn until_hop(mut self, hop: u32) -> Self {
-        self.expires = Expiry::AtHop { hop };
+        self.expires = Expiry::AtHop(hop);
         self
     }
 
     /// The same scope, expiring at `ms` milliseconds since the Unix epoch.
     pub fn until_unix_ms(mut self, ms: u64) -> Self {
-        self.expires = Expiry::AtUnixMs { ms };
+        self.expires = Expiry::AtUnixMs(ms);
         self
     }
 
@@ -171,9 +166,9 @@ impl<A: Authority> JsonSchema for Scope<A> {
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
     /// Where the evidence came from (a tool name, a document, an agent).
-    pub source: String,
+    pub source: Cow<'static, str>,
     /// What it says.
-    pub claim: String,
+    pub claim: Cow<'static, str>,
     /// Whether the source returned a complete result (no truncated page, no
     /// partial body). Receivers can make `complete` a pre-condition.
     pub complete: bool,
@@ -181,7 +176,7 @@ pub struct Evidence {
 
 impl Evidence {
     /// Evidence from a complete result.
-    pub fn complete(source: impl Into<String>, claim: impl Into<String>) -> Self {
+    pub fn complete(source: impl Into<Cow<'static, str>>, claim: impl Into<Cow<'static, str>>) -> Self {
         Evidence {
             source: source.into(),
             claim: claim.into(),
@@ -190,7 +185,7 @@ impl Evidence {
     }
 
     /// Evidence from a partial result (a truncated page, a partial body).
-    pub fn partial(source: impl Into<String>, claim: impl Into<String>) -> Self {
+    pub fn partial(source: impl Into<Cow<'static, str>>, claim: impl Into<Cow<'static, str>>) -> Self {
         Evidence {
             source: source.into(),
             claim: claim.into(),
@@ -240,9 +235,9 @@ pub enum StopCondition {
     },
 }
 
-/// The explicit stop conditions of a handoff.
+/// The explicit stop conditions of a handoff; on the wire, a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(transparent)]
 pub struct StopWhen {
     /// Any one of these ends the task.
     pub any: Vec<StopCondition>,

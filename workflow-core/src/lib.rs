@@ -86,6 +86,7 @@ pub mod __private {
     pub use std::option::Option;
     pub use std::result::Result;
     pub use std::time::Duration;
+    pub use tokio::time::timeout;
 
     /// Asserts at compile time that `T` is a handoff payload.
     pub const fn assert_handoff<T: crate::Handoff>() {}

@@ -331,7 +331,28 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     });
     let turns = wf.agents.iter().map(|a| {
         let (v, n) = (format_ident!("{}", camel(&a.name)), &a.name);
-        quote!(State::#v(input) => run.turn::<#n::Agent>(input).await,)
+        let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok());
+        let body = match timeout {
+            None => quote!(#n(input, cx).await),
+            Some(ms) => quote! {
+                match ::workflow_core::__private::timeout(
+                    ::workflow_core::__private::Duration::from_millis(#ms),
+                    #n(input, cx),
+                ).await {
+                    ::workflow_core::__private::Result::Ok(result) => result,
+                    ::workflow_core::__private::Result::Err(_) => {
+                        return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                    }
+                }
+            },
+        };
+        quote! {
+            State::#v(input) => {
+                let cx = run.receive::<#n::Agent>(&input)?;
+                let result = #body;
+                run.deliver::<#n::Agent>(result, cx)
+            }
+        }
     });
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = format_ident!("{}", camel(&a.name));

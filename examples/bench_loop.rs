@@ -1,0 +1,44 @@
+//! The reference workload of `shared/bench` on this library, printing the
+//! same one-line format as the peer scripts.
+//!
+//! Run: `cargo run --release --example bench_loop -- ROUNDS RUNS`
+
+use examples::loop_bench::counter;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let parse = |i: usize, default: u64| -> u64 {
+        match args.get(i) {
+            None => default,
+            Some(a) => a.parse().unwrap_or_else(|_| {
+                eprintln!("usage: bench_loop ROUNDS RUNS (whole numbers), got `{a}`");
+                std::process::exit(2)
+            }),
+        }
+    };
+    let (rounds, runs) = (parse(1, 10) as u32, parse(2, 20_000));
+    let wf = counter::Workflow::new((), ());
+    let start = std::time::Instant::now();
+    let mut transitions = 0u64;
+    let mut records = 0usize;
+    for _ in 0..runs {
+        match wf.run(rounds).await {
+            Ok(done) => {
+                assert_eq!(done.output.done, rounds);
+                records += done.transcript.len();
+                transitions += 1 + 2 * u64::from(rounds);
+            }
+            Err(aborted) => {
+                eprintln!("{aborted}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let dt = start.elapsed().as_secs_f64();
+    assert_eq!(records as u64, transitions + runs);
+    println!(
+        "workflow-core: {transitions} transitions in {dt:.3}s = {:.2} us/transition",
+        dt / transitions as f64 * 1e6
+    );
+}
