@@ -176,7 +176,10 @@ pub struct Evidence {
 
 impl Evidence {
     /// Evidence from a complete result.
-    pub fn complete(source: impl Into<Cow<'static, str>>, claim: impl Into<Cow<'static, str>>) -> Self {
+    pub fn complete(
+        source: impl Into<Cow<'static, str>>,
+        claim: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Evidence {
             source: source.into(),
             claim: claim.into(),
@@ -185,7 +188,10 @@ impl Evidence {
     }
 
     /// Evidence from a partial result (a truncated page, a partial body).
-    pub fn partial(source: impl Into<Cow<'static, str>>, claim: impl Into<Cow<'static, str>>) -> Self {
+    pub fn partial(
+        source: impl Into<Cow<'static, str>>,
+        claim: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Evidence {
             source: source.into(),
             claim: claim.into(),

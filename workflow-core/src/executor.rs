@@ -306,7 +306,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// scope expiry, stop conditions, pre-conditions. On acceptance the
     /// turn is counted and the agent's context returned; on rejection the
     /// record says why and the run stops with the reason.
-    pub fn receive<A: Agent<W>>(&mut self, input: &A::Input) -> Result<Context<'x, W, A>, RunError> {
+    pub fn receive<A: Agent<W>>(
+        &mut self,
+        input: &A::Input,
+    ) -> Result<Context<'x, W, A>, RunError> {
         if self.hops >= self.max_hops {
             return Err(self.reject_last(RejectReason::HopCap {
                 max_hops: self.max_hops,
@@ -445,8 +448,18 @@ impl<'x, W: Workflow> Session<'x, W> {
         let Session { mut run, state } = self;
         let mut state = match state {
             Ok(Some(state)) => state,
-            Ok(None) => return Err(Aborted { error: RunError::Finished, transcript: run.transcript }),
-            Err(error) => return Err(Aborted { error, transcript: run.transcript }),
+            Ok(None) => {
+                return Err(Aborted {
+                    error: RunError::Finished,
+                    transcript: run.transcript,
+                });
+            }
+            Err(error) => {
+                return Err(Aborted {
+                    error,
+                    transcript: run.transcript,
+                });
+            }
         };
         // The hot loop: one `turn` future per agent turn, nothing else.
         loop {

@@ -93,3 +93,16 @@ pub mod __private {
     /// Asserts at compile time that agent `A` owns authority `Au`.
     pub const fn assert_owns<A: crate::Owns<Au>, Au: crate::Authority>() {}
 }
+
+/// The book's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../../book/src/quick-start.md")]
+    pub struct QuickStart;
+    #[doc = include_str!("../../book/src/dsl.md")]
+    pub struct Dsl;
+    #[doc = include_str!("../../book/src/runtime.md")]
+    pub struct Runtime;
+    #[doc = include_str!("../../book/src/schemas.md")]
+    pub struct Schemas;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the reference workload (planner -> worker -> reviewer, ROUNDS rounds)
+# on this library and on the peers of ../shared/bench in one go, and prints
+# each one's time per transition and its ratio to ours.
+#
+#   examples/compare_peers.sh [ROUNDS] [RUNS_RUST] [RUNS_PYTHON]
+#
+# Needs ../shared/bench beside the repo; sets up a throwaway venv in
+# /tmp/peers and builds graph-flow in /tmp/peer-graph-flow on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-10}
+runs_rust=${2:-20000}
+runs_py=${3:-200}
+bench=${PEER_BENCH:-../shared/bench}
+out=$(mktemp)
+
+echo "building ours (release)..." >&2
+cargo build -q --release -p examples --example bench_loop
+./target/release/examples/bench_loop "$rounds" "$runs_rust" | tee -a "$out"
+
+if [ ! -x /tmp/peer-graph-flow/target/release/peer-graph-flow ]; then
+  echo "building graph-flow..." >&2
+  rm -rf /tmp/peer-graph-flow && cp -r "$bench/peer-graph-flow" /tmp/ && chmod -R u+w /tmp/peer-graph-flow
+  (cd /tmp/peer-graph-flow && cargo build -q --release)
+fi
+/tmp/peer-graph-flow/target/release/peer-graph-flow "$rounds" "$runs_rust" | tee -a "$out"
+
+if [ ! -x /tmp/peers/bin/python ]; then
+  echo "setting up the python peers in /tmp/peers..." >&2
+  python3 -m venv /tmp/peers && /tmp/peers/bin/pip install -q -r "$bench/requirements.txt"
+fi
+/tmp/peers/bin/python "$bench/peer_pydantic_graph.py" "$rounds" "$runs_py" | tee -a "$out"
+/tmp/peers/bin/python "$bench/peer_langgraph.py" plain "$rounds" "$runs_py" | tee -a "$out"
+/tmp/peers/bin/python "$bench/peer_langgraph.py" sqlite "$rounds" "$runs_py" | tee -a "$out"
+
+echo
+echo "ratios (peer time per transition / ours):"
+awk '
+  { for (i = 1; i <= NF; i++) if ($i == "us/transition") us = $(i - 1); name = $0; sub(/:.*/, "", name) }
+  NR == 1 { ours = us; printf "  %-28s %10.2f us  1.00x\n", name, us; next }
+  { printf "  %-28s %10.2f us  %.2fx\n", name, us, us / ours }
+' "$out"
+rm -f "$out"
