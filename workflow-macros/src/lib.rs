@@ -61,3 +61,6 @@ pub fn post(_attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn invariants(_attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::outside("invariants", item.into()).into()
 }
+
+#[cfg(test)]
+mod expand_tests;

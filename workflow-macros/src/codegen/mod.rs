@@ -17,3 +17,25 @@ pub fn camel(ident: &syn::Ident) -> String {
         })
         .collect()
 }
+
+/// The source text of a condition, formatted as rustfmt would (on one
+/// line), for messages and records.
+pub fn expr_text(expr: &syn::Expr) -> String {
+    let file: syn::File = syn::parse_quote!(fn condition() { #expr });
+    let formatted = prettyplease::unparse(&file);
+    let mut lines: Vec<&str> = formatted.lines().map(str::trim).collect();
+    // Drop `fn condition() {` and the closing `}`.
+    if lines.len() >= 2 {
+        lines.remove(0);
+        lines.pop();
+    }
+    let mut text = String::new();
+    for line in lines {
+        let glued = line.starts_with(['.', ')', ']', '?']) || text.ends_with(['(', '[']);
+        if !text.is_empty() && !glued {
+            text.push(' ');
+        }
+        text.push_str(line);
+    }
+    text
+}

@@ -33,7 +33,7 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
         .map(|(i, a)| agent(wf, r, i, a));
     let spec = spec(wf, r);
     let assertions = ownership_assertions(wf, r);
-    let max_hops = r.max_hops;
+    let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
     let max_doc = format!(
         "Upper bound on agent turns in any run of `{name}`, computed from the loop bounds."
     );
@@ -444,8 +444,7 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     let input_text = type_text(&entry.input_ty);
     let cond = |cs: &[crate::parse::ConditionArgs]| {
         let items = cs.iter().map(|c| {
-            let expr = &c.expr;
-            let text = quote!(#expr).to_string();
+            let text = super::expr_text(&c.expr);
             let message = &c.message;
             quote!(::workflow_core::Condition { expr: #text, message: #message })
         });
@@ -536,7 +535,7 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         }
     });
     let name = wf.name.to_string();
-    let max_hops = r.max_hops;
+    let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
     quote! {
         ::workflow_core::Graph {
             name: #name,

@@ -1,0 +1,200 @@
+//! Expansion snapshots (read them to see what the macros generate) and
+//! unit tests of the rules on `parse_quote!` input, without compiling
+//! anything.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::expand;
+
+/// The expansion, formatted; `compile_error!`s stay visible as such.
+fn pretty(tokens: TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("expansion does not parse as a file: {e}\n{tokens}"),
+    }
+}
+
+/// The messages of the `compile_error!`s in an expansion.
+fn errors(tokens: TokenStream) -> Vec<String> {
+    let file: syn::File = syn::parse2(tokens).expect("expansion parses");
+    let mut out = Vec::new();
+    for item in file.items {
+        if let syn::Item::Macro(m) = item
+            && m.mac
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "compile_error")
+        {
+            let lit: syn::LitStr = m.mac.parse_body().expect("a string literal");
+            out.push(lit.value());
+        }
+    }
+    out
+}
+
+fn review_loop() -> TokenStream {
+    quote! {
+        pub mod review {
+            use super::*;
+
+            #[handoff]
+            pub struct Draft {
+                #[operation] pub op: Operation,
+                #[authority] pub scope: Scope<authority::Approve>,
+                #[evidence] pub evidence: Vec<Evidence>,
+                #[uncertainty] pub open: Vec<Uncertainty>,
+                #[stop] pub stop: StopWhen,
+                pub text: String,
+            }
+
+            #[tool(needs = Approve)]
+            async fn publish(text: String, _d: &()) -> Result<bool, ToolError> { Ok(true) }
+
+            #[agent(owns = [Write], to = [reviewer], timeout_ms = 500)]
+            #[pre(!draft.text.is_empty(), "something to write about")]
+            async fn writer(draft: Draft, cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
+                todo!()
+            }
+
+            #[agent(owns = [Approve], tools = [publish], to = [writer(max = 3), END])]
+            #[post(true, "always")]
+            async fn reviewer(draft: Draft, cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> {
+                todo!()
+            }
+        }
+    }
+}
+
+#[test]
+fn snapshot_review_loop() {
+    let out = expand::workflow(quote!(entry = writer, output = String), review_loop());
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn snapshot_handoff() {
+    let out = expand::handoff(
+        quote!(),
+        quote! {
+            pub struct Task {
+                #[operation] pub op: Operation,
+                #[authority] pub scope: Scope<authority::Do>,
+                #[evidence] pub evidence: Vec<Evidence>,
+                #[uncertainty] pub open: Vec<Uncertainty>,
+                #[stop] pub stop: StopWhen,
+                pub n: u32,
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn all_errors_of_one_expansion_are_reported_together() {
+    let out = expand::workflow(
+        quote!(entry = writr),
+        quote! {
+            mod m {
+                #[agent(owns = [A], to = [reviwer])]
+                async fn writer(x: u32, cx: writer::Context<'_>) -> Result<writer::Next, Reject> { todo!() }
+                #[agent(owns = [A], to = [reviewer])]
+                async fn reviewer(x: u32, cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> { todo!() }
+                #[agent(to = [END])]
+                async fn orphan(x: u32, cx: orphan::Context<'_>) -> Result<orphan::Next, Reject> { todo!() }
+            }
+        },
+    );
+    let errors = errors(out);
+    let has = |needle: &str| errors.iter().any(|e| e.contains(needle));
+    assert!(has("no output type"), "{errors:#?}");
+    assert!(
+        has("entry `writr` is not an agent of this workflow; did you mean `writer`?"),
+        "{errors:#?}"
+    );
+    assert!(
+        has("handoff to undeclared agent `reviwer`; did you mean `reviewer`?"),
+        "{errors:#?}"
+    );
+    assert_eq!(
+        errors
+            .iter()
+            .filter(|e| e.contains("role overlap: authority `A`"))
+            .count(),
+        2,
+        "{errors:#?}"
+    );
+    assert!(has("agent `orphan` cannot be reached"), "{errors:#?}");
+    assert!(has("unbounded loop: reviewer -> reviewer"), "{errors:#?}");
+    assert!(has("agent `writer` has no path to `END`"), "{errors:#?}");
+}
+
+#[test]
+fn handoff_rules_name_every_problem() {
+    let out = expand::handoff(
+        quote!(),
+        quote! {
+            #[serde(default)]
+            pub struct Task {
+                #[operation] pub op: Option<Operation>,
+                #[evidence] #[serde(skip_serializing_if = "Vec::is_empty")] pub evidence: Vec<Evidence>,
+                #[evidence] pub more: Vec<Evidence>,
+                #[stop] pub stop: StopWhen,
+            }
+        },
+    );
+    let errors = errors(out);
+    let expected = [
+        "missing its `#[authority]` part",
+        "missing its `#[uncertainty]` part",
+        "`#[evidence]` is marked twice, on `evidence` and `more`",
+        "contract part `#[operation]` can be absent",
+        "`#[serde(skip_serializing_if)]` lets contract part `#[evidence]` be dropped",
+        "`#[serde(default)]` on a handoff lets every contract part be dropped",
+    ];
+    for e in expected {
+        assert!(
+            errors.iter().any(|m| m.contains(e)),
+            "missing `{e}` in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+}
+
+#[test]
+fn max_hops_is_the_computed_bound_lowered_by_the_cap() {
+    let bound = |attr: TokenStream| {
+        let out = pretty(expand::workflow(attr, review_loop()));
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("pub const MAX_HOPS: u32 = "))
+            .map(|v| v.trim_end_matches(';').to_owned())
+    };
+    // writer -> reviewer, reviewer -> writer (max 3): (3 + 1) * 2.
+    assert_eq!(
+        bound(quote!(entry = writer, output = String)).as_deref(),
+        Some("8")
+    );
+    assert_eq!(
+        bound(quote!(entry = writer, output = String, max_hops = 5)).as_deref(),
+        Some("5")
+    );
+}
+
+#[test]
+fn camel_names_variants() {
+    let id: syn::Ident = syn::parse_quote!(network_agent);
+    assert_eq!(crate::codegen::camel(&id), "NetworkAgent");
+}
+
+#[test]
+fn condition_text_is_formatted() {
+    let e: syn::Expr = syn::parse_quote!(plan.evidence.iter().all(|e| e.complete));
+    assert_eq!(
+        crate::codegen::expr_text(&e),
+        "plan.evidence.iter().all(|e| e.complete)"
+    );
+    let e: syn::Expr = syn::parse_quote!(!draft.text.is_empty());
+    assert_eq!(crate::codegen::expr_text(&e), "!draft.text.is_empty()");
+}
