@@ -23,6 +23,8 @@ pub fn file_name(schema: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaSet {
     schemas: BTreeMap<String, Value>,
+    /// Names under which two different schemas were added.
+    conflicts: Vec<String>,
 }
 
 impl SchemaSet {
@@ -52,9 +54,27 @@ impl SchemaSet {
         let schema = SchemaSettings::draft2020_12()
             .into_generator()
             .into_root_schema_for::<T>();
-        self.schemas
-            .insert(T::schema_name().into_owned(), schema.to_value());
+        let name = T::schema_name().into_owned();
+        let value = schema.to_value();
+        match self.schemas.get(&name) {
+            Some(existing) if *existing != value => {
+                if !self.conflicts.contains(&name) {
+                    self.conflicts.push(name);
+                }
+            }
+            Some(_) => {}
+            None => {
+                self.schemas.insert(name, value);
+            }
+        }
         self
+    }
+
+    /// Names under which two different types were added: their files would
+    /// overwrite each other, so `export` and `check` refuse such a set.
+    /// Rename one type (or give it `#[schemars(rename = "..")]`).
+    pub fn conflicts(&self) -> &[String] {
+        &self.conflicts
     }
 
     /// The schema named `name`.
@@ -93,6 +113,15 @@ impl SchemaSet {
     /// returns the paths written.
     pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
         let dir = dir.as_ref();
+        if !self.conflicts.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "two different schemas share a name: {}; rename one of the types",
+                    self.conflicts.join(", ")
+                ),
+            ));
+        }
         fs::create_dir_all(dir)?;
         let mut written = Vec::with_capacity(self.schemas.len());
         for (name, schema) in &self.schemas {
@@ -107,7 +136,10 @@ impl SchemaSet {
     /// that changed, is new, or was removed is reported.
     pub fn check(&self, dir: impl AsRef<Path>) -> Result<(), Drift> {
         let dir = dir.as_ref();
-        let mut drift = Drift::default();
+        let mut drift = Drift {
+            conflicts: self.conflicts.clone(),
+            ..Drift::default()
+        };
         for (name, schema) in &self.schemas {
             let path = dir.join(file_name(name));
             match fs::read_to_string(&path) {
@@ -156,6 +188,8 @@ pub struct Drift {
     pub removed: Vec<String>,
     /// Files or folders that could not be read, with the error.
     pub unreadable: Vec<(String, String)>,
+    /// Names shared by two different schemas of the current set.
+    pub conflicts: Vec<String>,
 }
 
 impl Drift {
@@ -165,6 +199,7 @@ impl Drift {
             && self.unpublished.is_empty()
             && self.removed.is_empty()
             && self.unreadable.is_empty()
+            && self.conflicts.is_empty()
     }
 }
 
@@ -180,6 +215,9 @@ impl fmt::Display for Drift {
         for n in &self.removed {
             writeln!(f, "  removed:     {}", file_name(n))?;
         }
+        for n in &self.conflicts {
+            writeln!(f, "  conflict:    two different types are named `{n}`")?;
+        }
         for (what, e) in &self.unreadable {
             writeln!(f, "  unreadable:  {what}: {e}")?;
         }
@@ -191,3 +229,36 @@ impl fmt::Display for Drift {
 }
 
 impl std::error::Error for Drift {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    mod a {
+        #[derive(schemars::JsonSchema)]
+        pub struct Same {
+            pub x: u32,
+        }
+    }
+    mod b {
+        #[derive(schemars::JsonSchema)]
+        pub struct Same {
+            pub y: String,
+        }
+    }
+
+    #[test]
+    fn two_types_with_one_name_are_a_conflict_not_an_overwrite() {
+        let mut set = SchemaSet::new();
+        set.add::<a::Same>().add::<a::Same>();
+        assert!(set.conflicts().is_empty());
+        set.add::<b::Same>();
+        assert_eq!(set.conflicts(), ["Same".to_owned()]);
+        let dir = std::env::temp_dir().join(format!("wf-conflict-{}", std::process::id()));
+        assert_eq!(
+            set.export(&dir).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(set.check(&dir).unwrap_err().conflicts, ["Same".to_owned()]);
+    }
+}
