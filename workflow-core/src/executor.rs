@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::contract::{Authority, ContractView, Expiry, Moment, Payload, Scope};
 use crate::error::{Aborted, Completed, Reject, RunError, ToolError};
 use crate::graph::{Condition, Graph, Node};
-use crate::record::{Entry, Receipt, RejectReason, Transcript};
+use crate::record::{Entry, RejectReason, Status, Transcript};
 use crate::schema::SchemaSet;
 
 /// A workflow definition: its graph, its state and how a state takes a turn.
@@ -239,7 +239,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Records the transfer of `payload` over edge `edge` to an agent, with
     /// its receipt pending; rejects it if the edge's loop bound is used up.
     pub fn handoff<P: Serialize>(&mut self, edge: u16, payload: &P) -> Result<(), RunError> {
-        self.record(edge, payload, Receipt::Pending)?;
+        self.record(edge, payload, Status::Pending)?;
         let info = &W::GRAPH.edges[edge as usize];
         if let Some(bound) = info.bound {
             let uses = &mut self.edge_uses[edge as usize];
@@ -253,14 +253,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Records the transfer of the workflow output over edge `edge` to `END`.
     pub fn end<P: Serialize>(&mut self, edge: u16, output: &P) -> Result<(), RunError> {
-        self.record(edge, output, Receipt::Accepted)
+        self.record(edge, output, Status::Accepted)
     }
 
     fn record<P: Serialize>(
         &mut self,
         edge: u16,
         payload: &P,
-        receipt: Receipt,
+        status: Status,
     ) -> Result<(), RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
@@ -276,9 +276,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         t.entries.push(Entry {
             hop: self.hops,
             edge,
+            status,
             start: start as u32,
             end: t.bytes.len() as u32,
-            receipt,
             at_us: self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
         });
         Ok(())
@@ -286,15 +286,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Marks the last transfer rejected and returns the matching error.
     fn reject_last(&mut self, reason: RejectReason) -> RunError {
-        let entry = self
-            .transcript
-            .entries
-            .last_mut()
-            .expect("a transfer is recorded before its receipt");
-        let edge = &W::GRAPH.edges[entry.edge as usize];
-        entry.receipt = Receipt::Rejected {
-            reason: reason.clone(),
+        let t = &mut self.transcript;
+        let Some(entry) = t.entries.last_mut() else {
+            // Unreachable: every receipt follows its transfer's record.
+            return RunError::Rejected {
+                from: "START",
+                to: "?",
+                reason,
+            };
         };
+        let edge = &W::GRAPH.edges[entry.edge as usize];
+        entry.status = Status::Rejected;
+        t.rejection = Some(reason.clone());
         RunError::Rejected {
             from: W::GRAPH.node_name(edge.from),
             to: W::GRAPH.node_name(edge.to),
@@ -339,7 +342,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }));
         }
         if let Some(last) = self.transcript.entries.last_mut() {
-            last.receipt = Receipt::Accepted;
+            last.status = Status::Accepted;
         }
         self.hops += 1;
         Ok(cx)

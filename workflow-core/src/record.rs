@@ -150,10 +150,19 @@ impl std::io::Write for Sink<'_> {
 pub(crate) struct Entry {
     pub(crate) hop: u32,
     pub(crate) edge: u16,
+    pub(crate) status: Status,
     pub(crate) start: u32,
     pub(crate) end: u32,
-    pub(crate) receipt: Receipt,
     pub(crate) at_us: u64,
+}
+
+/// A receipt without its reason: a run stops at its first rejection, so
+/// the one reason is kept once, beside the entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Pending,
+    Accepted,
+    Rejected,
 }
 
 /// Every transfer of one run, in order: the executor's witness.
@@ -163,6 +172,8 @@ pub struct Transcript {
     pub(crate) graph: &'static crate::Graph,
     pub(crate) entries: Vec<Entry>,
     pub(crate) bytes: Vec<u8>,
+    /// The reason of the one rejected entry, if any.
+    pub(crate) rejection: Option<RejectReason>,
 }
 
 impl Transcript {
@@ -170,8 +181,9 @@ impl Transcript {
         Transcript {
             run_id,
             graph,
-            entries: Vec::with_capacity(16),
+            entries: Vec::with_capacity(32),
             bytes: Vec::with_capacity(4096),
+            rejection: None,
         }
     }
 
@@ -209,7 +221,7 @@ impl Transcript {
             to: self.graph.endpoint(edge.to),
             payload_type: Cow::Borrowed(edge.payload),
             payload: self.payload(i)?.to_owned(),
-            receipt: e.receipt.clone(),
+            receipt: self.receipt(i)?,
             at_us: e.at_us,
         })
     }
@@ -220,8 +232,14 @@ impl Transcript {
     }
 
     /// The receipt of the `i`th transfer.
-    pub fn receipt(&self, i: usize) -> Option<&Receipt> {
-        self.entries.get(i).map(|e| &e.receipt)
+    pub fn receipt(&self, i: usize) -> Option<Receipt> {
+        Some(match self.entries.get(i)?.status {
+            Status::Pending => Receipt::Pending,
+            Status::Accepted => Receipt::Accepted,
+            Status::Rejected => Receipt::Rejected {
+                reason: self.rejection.clone()?,
+            },
+        })
     }
 }
 
