@@ -1,0 +1,29 @@
+//! Contract parts typed `Option<..>`: a missing field would be read as `None`.
+
+use workflow_core::prelude::*;
+
+#[workflow(entry = lead, output = String)]
+mod wf {
+    use super::*;
+
+    #[agent(owns = [Act], to = [END])]
+    async fn lead(_input: String, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        todo!()
+    }
+
+    #[handoff]
+    pub struct Task {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Act>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Option<Vec<Uncertainty>>,
+        #[stop]
+        pub stop: Option<StopWhen>,
+    }
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+//! `entry` given twice in `#[workflow(..)]`.
+
+use workflow_core::prelude::*;
+
+#[workflow(entry = writer, output = String, entry = reviewer)]
+mod wf {
+    use super::*;
+
+    #[agent(to = [END])]
+    async fn writer(_input: String, _cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
+        todo!()
+    }
+}
+
+fn main() {}
