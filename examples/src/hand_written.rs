@@ -503,9 +503,8 @@ pub mod counter {
     /// Agents in declaration order; edge 0 is always `START -> entry`, then
     /// the edges of each agent's `to = [...]` in declaration order. The
     /// type names are the types' tokens with spaces removed, and the
-    /// condition texts are the expressions' tokens as the compiler prints a
-    /// token stream (hence the spacing, which may change with the Rust
-    /// version), so that this graph is identical to the macro's.
+    /// condition texts are the expressions' tokens as the macro formats them
+    /// for messages, so that this graph is identical to the macro's.
     pub static GRAPH: Graph = Graph {
         name: "counter",
         agents: &[
@@ -517,7 +516,7 @@ pub mod counter {
                 tools: &[],
                 timeout_ms: None,
                 pre: &[Condition {
-                    expr: "* rounds <= MAX_ROUNDS",
+                    expr: "*rounds <= MAX_ROUNDS",
                     message: "at most MAX_ROUNDS rounds",
                 }],
                 post: &[],
@@ -544,7 +543,7 @@ pub mod counter {
                 timeout_ms: None,
                 pre: &[],
                 post: &[Condition {
-                    expr: "! matches! (out, reviewer::Next::End(t) if t.done == 0)",
+                    expr: "!matches!(out, reviewer::Next::End(t) if t.done == 0)",
                     message: "a run ends with work done",
                 }],
             },
