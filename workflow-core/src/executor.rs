@@ -165,14 +165,45 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     }
 
     /// Calls a tool this agent is granted.
-    pub async fn call<T>(&self, tool: T, input: T::Input) -> Result<T::Output, ToolError>
+    pub fn call<T>(&self, tool: T, input: T::Input) -> ToolCall<'x, T::Output>
     where
         T: Tool<W>,
         A: Granted<T>,
     {
-        tool.call(input, self.deps).await
+        ToolCall {
+            call: Box::pin(tool.call(input, self.deps)),
+        }
     }
 }
+
+/// A tool call under way: `cx.call(tool, input).await`.
+///
+/// A named future (not `impl Future`), so that an ungranted tool is reported
+/// once, at the call, and not again at the `.await`.
+#[must_use = "a tool call does nothing until it is awaited"]
+pub struct ToolCall<'x, O> {
+    call: std::pin::Pin<Box<dyn Future<Output = Result<O, ToolError>> + Send + 'x>>,
+}
+
+impl<O> Future for ToolCall<'_, O> {
+    type Output = Result<O, ToolError>;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.call.as_mut().poll(cx)
+    }
+}
+
+// Two grants every agent has, of tools that cannot exist: with at least two
+// candidates the compiler never guesses the tool of `cx.call` from a single
+// grant, and an ungranted tool is reported as such.
+#[doc(hidden)]
+pub enum NoTool {}
+#[doc(hidden)]
+pub enum NoToolEither {}
+impl<A> Granted<NoTool> for A {}
+impl<A> Granted<NoToolEither> for A {}
 
 impl<W: Workflow, A> Clone for Context<'_, W, A> {
     fn clone(&self) -> Self {
@@ -424,15 +455,23 @@ impl<'x, W: Workflow> Session<'x, W> {
         let state = match std::mem::replace(&mut self.state, Ok(None)) {
             Ok(Some(state)) => state,
             Ok(None) => return Err(RunError::Finished),
-            Err(e) => return Err(e),
+            Err(e) => {
+                // A stopped run keeps answering with what stopped it.
+                self.state = Err(e.clone());
+                return Err(e);
+            }
         };
-        match W::turn(state, &mut self.run).await? {
-            Transition::To(next) => {
+        match W::turn(state, &mut self.run).await {
+            Ok(Transition::To(next)) => {
                 let name = W::GRAPH.agents[W::agent_of(&next) as usize].name;
                 self.state = Ok(Some(next));
                 Ok(Step::Continue { next: name })
             }
-            Transition::End(output) => Ok(Step::Finished(output)),
+            Ok(Transition::End(output)) => Ok(Step::Finished(output)),
+            Err(e) => {
+                self.state = Err(e.clone());
+                Err(e)
+            }
         }
     }
 

@@ -53,7 +53,8 @@ pub use contract::{
 };
 pub use error::{Aborted, Completed, Reject, RunError, ToolError};
 pub use executor::{
-    Agent, Context, Executor, Granted, Route, Runtime, Session, Step, Tool, Transition, Workflow,
+    Agent, Context, Executor, Granted, Route, Runtime, Session, Step, Tool, ToolCall, Transition,
+    Workflow,
 };
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
 pub use manifest::Manifest;
@@ -88,8 +89,19 @@ pub mod __private {
     pub use std::time::Duration;
     pub use tokio::time::timeout;
 
-    /// Asserts at compile time that `T` is a handoff payload.
-    pub const fn assert_handoff<T: crate::Handoff>() {}
+    /// The authority of a handoff whose `#[authority]` part is missing (a
+    /// compile error already): every agent "owns" it, so nothing follows
+    /// from that error.
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct UnknownAuthority;
+    impl crate::Authority for UnknownAuthority {
+        const NAME: &'static str = "<missing #[authority] part>";
+    }
+    impl<A> crate::Owns<UnknownAuthority> for A {}
+
+    /// The stop conditions of a handoff whose `#[stop]` part is missing (a
+    /// compile error already).
+    pub static NO_STOP: crate::StopWhen = crate::StopWhen { any: Vec::new() };
     /// Asserts at compile time that agent `A` owns authority `Au`.
     pub const fn assert_owns<A: crate::Owns<Au>, Au: crate::Authority>() {}
 }

@@ -58,7 +58,7 @@ impl fmt::Display for RejectReason {
 }
 
 /// The receiver's explicit answer to a transfer, recorded before any work.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Receipt {
     /// Not decided yet: the receiver has not started.
@@ -70,6 +70,35 @@ pub enum Receipt {
         /// Why.
         reason: RejectReason,
     },
+}
+
+// Written by hand: serde ignores `deny_unknown_fields` on the unit
+// variants of an internally tagged enum, and a receipt read back must not
+// lose a field silently.
+impl<'de> Deserialize<'de> for Receipt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Status {
+            Pending,
+            Accepted,
+            Rejected,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Wire {
+            status: Status,
+            reason: Option<RejectReason>,
+        }
+        let wire = Wire::deserialize(d)?;
+        match (wire.status, wire.reason) {
+            (Status::Pending, None) => Ok(Receipt::Pending),
+            (Status::Accepted, None) => Ok(Receipt::Accepted),
+            (Status::Rejected, Some(reason)) => Ok(Receipt::Rejected { reason }),
+            (Status::Rejected, None) => Err(serde::de::Error::missing_field("reason")),
+            (_, Some(_)) => Err(serde::de::Error::unknown_field("reason", &["status"])),
+        }
+    }
 }
 
 /// One endpoint of a transfer.

@@ -234,12 +234,14 @@ impl std::error::Error for Drift {}
 mod tests {
     use super::*;
 
+    #[allow(dead_code)] // only their schemas are used
     mod a {
         #[derive(schemars::JsonSchema)]
         pub struct Same {
             pub x: u32,
         }
     }
+    #[allow(dead_code)]
     mod b {
         #[derive(schemars::JsonSchema)]
         pub struct Same {

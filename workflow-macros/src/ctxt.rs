@@ -26,16 +26,6 @@ impl Ctxt {
         self.errors.borrow_mut().push(error);
     }
 
-    /// Moves the errors of `other` into this one.
-    pub fn absorb(&self, other: Ctxt) {
-        self.errors.borrow_mut().extend(other.errors.into_inner());
-    }
-
-    /// Whether any error was reported.
-    pub fn has_errors(&self) -> bool {
-        !self.errors.borrow().is_empty()
-    }
-
     /// All errors as `compile_error!` invocations (empty when there are none).
     pub fn finish(self) -> TokenStream {
         self.errors
@@ -62,7 +52,7 @@ pub fn did_you_mean<'a>(
 /// ` (did you mean `x`?)` or nothing.
 pub fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     match did_you_mean(name, candidates) {
-        Some(c) => format!("; did you mean `{c}`?"),
+        Some(c) => format!(" (did you mean `{c}`?)"),
         None => String::new(),
     }
 }

@@ -9,24 +9,36 @@ use crate::ctxt::Ctxt;
 use crate::model::workflow::{Workflow, expand_handoff};
 use crate::parse::WorkflowArgs;
 
+/// The token to blame for an item in the wrong place: its name, else its
+/// first token.
+fn item_name(item: &TokenStream) -> TokenStream {
+    let ident = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Fn(i)) => Some(i.sig.ident),
+        Ok(syn::Item::Struct(i)) => Some(i.ident),
+        Ok(syn::Item::Enum(i)) => Some(i.ident),
+        Ok(syn::Item::Union(i)) => Some(i.ident),
+        Ok(syn::Item::Mod(i)) => Some(i.ident),
+        Ok(syn::Item::Trait(i)) => Some(i.ident),
+        Ok(syn::Item::Type(i)) => Some(i.ident),
+        Ok(syn::Item::Const(i)) => Some(i.ident),
+        Ok(syn::Item::Static(i)) => Some(i.ident),
+        _ => None,
+    };
+    match ident {
+        Some(ident) => ident.into_token_stream(),
+        None => item.clone().into_iter().next().into_token_stream(),
+    }
+}
+
 /// `#[workflow(..)] mod name { .. }`
 pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
-    let args = match syn::parse2::<WorkflowArgs>(attr) {
-        Ok(args) => args,
-        Err(e) => {
-            cx.syn_error(e);
-            WorkflowArgs::default()
-        }
-    };
+    let args = WorkflowArgs::parse_all(&cx, attr);
     let module = match syn::parse2::<syn::ItemMod>(item.clone()) {
         Ok(m) => m,
         Err(_) => {
-            let span = syn::parse2::<syn::Item>(item.clone())
-                .map(|i| i.into_token_stream())
-                .unwrap_or_else(|_| item.clone());
             cx.error_spanned_by(
-                span.into_iter().next(),
+                item_name(&item),
                 "`#[workflow]` goes on an inline module: `mod name { ... }`",
             );
             let errors = cx.finish();
@@ -58,7 +70,7 @@ pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(s) => expand_handoff(&cx, s),
         Err(_) => {
             cx.error_spanned_by(
-                item.clone().into_iter().next(),
+                item_name(&item),
                 "`#[handoff]` goes on a struct with named fields",
             );
             item
@@ -71,10 +83,15 @@ pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// An attribute that only means something inside `#[workflow]`.
 pub fn outside(name: &str, item: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
-    cx.error_spanned_by(
-        item.clone().into_iter().next(),
-        format!("`#[{name}]` only works inside a `#[workflow]` module; move this item into one"),
-    );
+    let message = match name {
+        "pre" | "post" => format!(
+            "`#[{name}]` is a condition of an agent: it goes on an `#[agent]` function inside a `#[workflow]` module"
+        ),
+        _ => {
+            format!("`#[{name}]` only works inside a `#[workflow]` module; move this item into one")
+        }
+    };
+    cx.error_spanned_by(item_name(&item), message);
     let errors = cx.finish();
     quote::quote!(#errors #item)
 }

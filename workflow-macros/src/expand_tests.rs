@@ -111,11 +111,11 @@ fn all_errors_of_one_expansion_are_reported_together() {
     let has = |needle: &str| errors.iter().any(|e| e.contains(needle));
     assert!(has("no output type"), "{errors:#?}");
     assert!(
-        has("entry `writr` is not an agent of this workflow; did you mean `writer`?"),
+        has("entry `writr` is not an agent of this workflow (did you mean `writer`?)"),
         "{errors:#?}"
     );
     assert!(
-        has("handoff to undeclared agent `reviwer`; did you mean `reviewer`?"),
+        has("handoff to undeclared agent `reviwer` (did you mean `reviewer`?)"),
         "{errors:#?}"
     );
     assert_eq!(
@@ -126,9 +126,40 @@ fn all_errors_of_one_expansion_are_reported_together() {
         2,
         "{errors:#?}"
     );
-    assert!(has("agent `orphan` cannot be reached"), "{errors:#?}");
     assert!(has("unbounded loop: reviewer -> reviewer"), "{errors:#?}");
-    assert!(has("agent `writer` has no path to `END`"), "{errors:#?}");
+    // With a bad entry and a bad target, reachability would only repeat them.
+    assert!(
+        !has("cannot be reached") && !has("no path to `END`"),
+        "{errors:#?}"
+    );
+    assert_eq!(errors.len(), 6, "{errors:#?}");
+}
+
+#[test]
+fn dead_ends_are_reported_where_they_are() {
+    let out = expand::workflow(
+        quote!(entry = planner, output = u32),
+        quote! {
+            mod m {
+                #[agent(to = [network])]
+                async fn planner(x: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> { todo!() }
+                #[agent(to = [terraform])]
+                async fn network(x: u32, cx: network::Context<'_>) -> Result<network::Next, Reject> { todo!() }
+                #[agent]
+                async fn terraform(x: u32, cx: terraform::Context<'_>) -> Result<terraform::Next, Reject> { todo!() }
+                #[agent(to = [END])]
+                async fn orphan(x: u32, cx: orphan::Context<'_>) -> Result<orphan::Next, Reject> { todo!() }
+            }
+        },
+    );
+    let errors = errors(out);
+    assert_eq!(
+        errors,
+        [
+            "agent `orphan` cannot be reached from the entry `planner`; add it to some agent's `to = [...]`, or remove it",
+            "agent `terraform` has no path to `END`: every run through it would be cut by the hop cap; add `END` to its `to = [...]` or hand off to an agent that can end",
+        ],
+    );
 }
 
 #[test]

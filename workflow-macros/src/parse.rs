@@ -1,11 +1,46 @@
 //! Parsing the attribute arguments: `#[workflow(..)]`, `#[agent(..)]`,
 //! `#[tool(..)]`, `#[pre(..)]` / `#[post(..)]`. Each keeps its tokens for spans.
 
-use syn::parse::{Parse, ParseStream};
+use proc_macro2::{TokenStream, TokenTree};
+use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, LitInt, LitStr, Token, Type, bracketed, parenthesized};
 
-use crate::ctxt::suggestion;
+use crate::ctxt::{Ctxt, suggestion};
+
+/// Splits attribute arguments at top-level commas, so that one bad
+/// argument is reported without losing the others.
+pub fn split_args(tokens: TokenStream) -> Vec<TokenStream> {
+    let mut args = vec![TokenStream::new()];
+    for tt in tokens {
+        match &tt {
+            TokenTree::Punct(p) if p.as_char() == ',' => args.push(TokenStream::new()),
+            _ => args.last_mut().expect("never empty").extend([tt]),
+        }
+    }
+    args.retain(|a| !a.is_empty());
+    args
+}
+
+/// Parses each argument with `parse`, reporting each failure into `cx`.
+pub fn parse_each<T>(
+    cx: &Ctxt,
+    tokens: TokenStream,
+    mut parse: impl FnMut(ParseStream) -> syn::Result<T>,
+) -> Vec<T> {
+    split_args(tokens)
+        .into_iter()
+        .filter_map(
+            |arg| match (|input: ParseStream| parse(input)).parse2(arg) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    cx.syn_error(e);
+                    None
+                }
+            },
+        )
+        .collect()
+}
 
 /// `key = value` arguments, parsed by key.
 fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<Ident> {
@@ -15,7 +50,7 @@ fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<Ident> {
         return Err(syn::Error::new(
             key.span(),
             format!(
-                "unknown argument `{name}`{}; expected one of: {}",
+                "unknown argument `{name}`{}; the arguments are {}",
                 suggestion(&name, keys.iter().copied()),
                 keys.iter()
                     .map(|k| format!("`{k}`"))
@@ -29,7 +64,10 @@ fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<Ident> {
 }
 
 fn duplicate(key: &Ident) -> syn::Error {
-    syn::Error::new(key.span(), format!("`{key}` is given twice; keep one"))
+    syn::Error::new(
+        key.span(),
+        format!("`{key}` is given twice; keep one of them"),
+    )
 }
 
 /// `#[workflow(entry = a, output = T, deps = D, max_hops = N)]`
@@ -41,10 +79,11 @@ pub struct WorkflowArgs {
     pub max_hops: Option<LitInt>,
 }
 
-impl Parse for WorkflowArgs {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
+impl WorkflowArgs {
+    /// Parses the arguments, reporting each bad one and keeping the rest.
+    pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> WorkflowArgs {
         let mut args = WorkflowArgs::default();
-        while !input.is_empty() {
+        parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["entry", "output", "deps", "max_hops"])?;
             match key.to_string().as_str() {
                 "entry" if args.entry.is_none() => args.entry = Some(input.parse()?),
@@ -53,11 +92,9 @@ impl Parse for WorkflowArgs {
                 "max_hops" if args.max_hops.is_none() => args.max_hops = Some(input.parse()?),
                 _ => return Err(duplicate(&key)),
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
-        Ok(args)
+            Ok(())
+        });
+        args
     }
 }
 
@@ -107,11 +144,12 @@ pub struct AgentArgs {
     pub timeout_ms: Option<LitInt>,
 }
 
-impl Parse for AgentArgs {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
+impl AgentArgs {
+    /// Parses the arguments, reporting each bad one and keeping the rest.
+    pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> AgentArgs {
         let mut args = AgentArgs::default();
         let mut seen: Vec<String> = Vec::new();
-        while !input.is_empty() {
+        parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["owns", "tools", "to", "timeout_ms"])?;
             let name = key.to_string();
             if seen.contains(&name) {
@@ -122,16 +160,14 @@ impl Parse for AgentArgs {
                 "owns" => args.owns = bracketed_list(input)?,
                 "tools" => args.tools = bracketed_list(input)?,
                 "to" => {
-                    args.to = bracketed_list(input)?;
                     args.to_key = Some(key);
+                    args.to = bracketed_list(input)?;
                 }
                 _ => args.timeout_ms = Some(input.parse()?),
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
-        Ok(args)
+            Ok(())
+        });
+        args
     }
 }
 

@@ -1,10 +1,10 @@
 //! Rules for `#[handoff]` payloads (guarantee 1): every contract part is
 //! present exactly once and none can be dropped on the wire.
 
-use syn::{Meta, Type};
+use syn::Type;
 
 use crate::ctxt::Ctxt;
-use crate::model::handoff::{Handoff, PARTS};
+use crate::model::handoff::{DROPPING, Handoff, PARTS, for_each_serde_key};
 
 /// Runs every contract rule.
 pub fn check(cx: &Ctxt, h: &Handoff) {
@@ -46,16 +46,6 @@ fn check_duplicate_parts(cx: &Ctxt, h: &Handoff) {
         }
     }
 }
-
-/// Serde options that let a field be absent or dropped on the wire.
-const DROPPING: [&str; 6] = [
-    "default",
-    "skip",
-    "skip_deserializing",
-    "skip_serializing",
-    "skip_serializing_if",
-    "flatten",
-];
 
 /// A part that can be absent on the wire (an `Option`, or a serde option
 /// that defaults, skips or flattens it) is rejected: a dropped part must be
@@ -123,7 +113,8 @@ fn check_container(cx: &Ctxt, h: &Handoff) {
     }
 }
 
-fn is_option(ty: &Type) -> bool {
+/// Whether `ty` is spelled `Option<..>`.
+pub fn is_option(ty: &Type) -> bool {
     match ty {
         Type::Path(p) if p.qself.is_none() => {
             p.path.segments.last().is_some_and(|s| s.ident == "Option")
@@ -131,21 +122,5 @@ fn is_option(ty: &Type) -> bool {
         Type::Group(g) => is_option(&g.elem),
         Type::Paren(p) => is_option(&p.elem),
         _ => false,
-    }
-}
-
-/// Calls `f` with the path of every `key` or `key = ..` in `#[serde(..)]`.
-fn for_each_serde_key(attr: &syn::Attribute, mut f: impl FnMut(&syn::Path)) {
-    if let Meta::List(_) = &attr.meta {
-        let _ = attr.parse_nested_meta(|meta| {
-            f(&meta.path);
-            // Skip a value (`= "..."`) or a nested list so parsing goes on.
-            if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _ = meta.parse_nested_meta(|_| Ok(()));
-            }
-            Ok(())
-        });
     }
 }

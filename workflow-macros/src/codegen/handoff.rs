@@ -1,20 +1,23 @@
 //! Code for a `#[handoff]` struct: the serde and schemars derives (unknown
 //! fields denied) and the `Handoff` impl the executor reads at the receipt.
+//!
+//! When a contract rule failed, the struct is still emitted, without the
+//! reported attributes, with a `Handoff` impl over the parts it has: the
+//! user sees the rule's error and nothing that follows from it.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
-use crate::model::handoff::{Handoff, PARTS};
+use crate::model::handoff::{DROPPING, Handoff, PARTS, serde_has_any};
 
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
 pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
-    let has_deny = item.attrs.iter().any(|a| {
-        a.path().is_ident("serde")
-            && a.meta
-                .to_token_stream_string()
-                .contains("deny_unknown_fields")
-    });
+    let has_deny = item
+        .attrs
+        .iter()
+        .any(|a| a.path().is_ident("serde") && serde_has_any(a, &["deny_unknown_fields"]));
     let deny = if deny && !has_deny {
         quote!(, deny_unknown_fields)
     } else {
@@ -31,43 +34,99 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
     }
 }
 
-trait MetaText {
-    fn to_token_stream_string(&self) -> String;
+/// The derives the macro adds itself, removed from the user's list.
+const OWN_DERIVES: [&str; 3] = ["Serialize", "Deserialize", "JsonSchema"];
+
+/// The struct without what the rules reported: droppable serde options on
+/// parts, a container `#[serde(default)]`, the user's own serde derives.
+fn cleaned(h: &Handoff) -> syn::ItemStruct {
+    let mut item = h.item.clone();
+    item.attrs
+        .retain(|a| !(a.path().is_ident("serde") && serde_has_any(a, &["default"])));
+    for attr in &mut item.attrs {
+        if !attr.path().is_ident("derive") {
+            continue;
+        }
+        let Ok(paths) =
+            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let kept: Vec<&syn::Path> = paths
+            .iter()
+            .filter(|p| {
+                !p.segments
+                    .last()
+                    .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
+            })
+            .collect();
+        if kept.len() != paths.len() {
+            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+        }
+    }
+    if let syn::Fields::Named(named) = &mut item.fields {
+        for field in named.named.iter_mut() {
+            let is_part = h
+                .parts
+                .iter()
+                .any(|p| Some(&p.field) == field.ident.as_ref());
+            if is_part {
+                field
+                    .attrs
+                    .retain(|a| !(a.path().is_ident("serde") && serde_has_any(a, &DROPPING)));
+            }
+        }
+    }
+    item
 }
 
-impl MetaText for syn::Meta {
-    fn to_token_stream_string(&self) -> String {
-        quote::ToTokens::to_token_stream(self).to_string()
+/// The struct with its derives and its `Handoff` impl.
+pub fn expand(h: &Handoff) -> TokenStream {
+    let item = cleaned(h);
+    let derives = derives(&item, true);
+    let ident = item.ident.clone();
+    if !item.generics.params.is_empty() {
+        // Reported: a handoff cannot be generic. No impl, no follow-on error.
+        let item = item.into_token_stream();
+        return quote!(#derives #item);
     }
-}
-
-/// The struct with its derives, and (when the model is complete) the
-/// `Handoff` impl.
-pub fn expand(h: &Handoff, complete: bool) -> TokenStream {
-    let item = &h.item;
-    let derives = derives(item, true);
-    let body = quote! { #derives #item };
-    if !complete {
-        return body;
-    }
-    let (Some(scope), Some(stop)) = (h.part(1), h.part(4)) else {
-        return body;
+    // The first field of each part; an `Option` part (reported) counts as
+    // absent, so its type is not asked for the part's trait.
+    let first = |part: usize| {
+        h.parts
+            .iter()
+            .find(|p| p.part == part)
+            .filter(|p| !crate::check::contract::is_option(&p.ty))
     };
-    let ident = &item.ident;
-    let scope_field = &scope.field;
-    let scope_ty = &scope.ty;
-    let stop_field = &stop.field;
-    let authority =
-        quote_spanned!(scope_ty.span()=> <#scope_ty as ::workflow_core::AuthorityScope>::Authority);
-    let stop_view =
-        quote_spanned!(stop.ty.span()=> &self.#stop_field as &dyn ::workflow_core::StopConditions);
+    let (authority, expires) = match first(1) {
+        Some(scope) => {
+            let (field, ty) = (&scope.field, &scope.ty);
+            (
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::Authority),
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::expiry(&self.#field)),
+            )
+        }
+        None => (
+            quote!(::workflow_core::__private::UnknownAuthority),
+            quote!(::workflow_core::Expiry::Never),
+        ),
+    };
+    let stop = match first(4) {
+        Some(stop) => {
+            let (field, ty) = (&stop.field, &stop.ty);
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::StopConditions)
+        }
+        None => quote!(&::workflow_core::__private::NO_STOP),
+    };
     let parts = h.parts.iter().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();
         quote!((#marker, #field))
     });
+    let item = item.into_token_stream();
     quote! {
-        #body
+        #derives
+        #item
 
         impl ::workflow_core::Handoff for #ident {
             type Authority = #authority;
@@ -75,8 +134,8 @@ pub fn expand(h: &Handoff, complete: bool) -> TokenStream {
             fn contract(&self) -> ::workflow_core::ContractView<'_> {
                 ::workflow_core::ContractView {
                     authority: <#authority as ::workflow_core::Authority>::NAME,
-                    expires: ::workflow_core::AuthorityScope::expiry(&self.#scope_field),
-                    stop: #stop_view,
+                    expires: #expires,
+                    stop: #stop,
                 }
             }
         }

@@ -6,7 +6,6 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::camel;
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
 use crate::model::workflow::{Agent, Workflow};
@@ -83,6 +82,21 @@ fn tools(wf: &Workflow) -> TokenStream {
         let text = name.to_string();
         let (input, output) = (&t.input_ty, &t.output_ty);
         let doc = format!("The tool `{text}`: pass it to `cx.call`.");
+        let body = if !t.callable {
+            quote! {
+                async move {
+                    let _ = (input, deps);
+                    ::workflow_core::__private::Result::Err(::workflow_core::ToolError::new(
+                        #text,
+                        "the tool's signature is invalid (reported at compile time)",
+                    ))
+                }
+            }
+        } else if t.is_async {
+            quote!(super::#name(input, deps))
+        } else {
+            quote!(async move { super::#name(input, deps) })
+        };
         quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default)]
@@ -98,7 +112,7 @@ fn tools(wf: &Workflow) -> TokenStream {
                 ) -> impl ::workflow_core::__private::Future<
                     Output = ::workflow_core::__private::Result<#output, ::workflow_core::ToolError>,
                 > + Send {
-                    super::#name(input, deps)
+                    #body
                 }
             }
         }
@@ -111,6 +125,27 @@ fn tools(wf: &Workflow) -> TokenStream {
             use super::*;
             #(#tools)*
         }
+    }
+}
+
+/// The future of an agent's body. A malformed agent (reported already)
+/// gets a body that compiles, so no second error follows from the first.
+fn body_call(a: &Agent) -> TokenStream {
+    let name = &a.name;
+    if !a.callable {
+        return quote! {
+            async move {
+                let _ = (input, cx);
+                ::workflow_core::__private::Result::Err(::workflow_core::Reject::because(
+                    "the agent's signature is invalid (reported at compile time)",
+                ))
+            }
+        };
+    }
+    if a.is_async {
+        quote!(#name(input, cx))
+    } else {
+        quote!(async move { #name(input, cx) })
     }
 }
 
@@ -163,7 +198,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
         .filter(|e| e.from == index)
         .map(|e| match e.to {
             Target::Agent(b) => {
-                let v = format_ident!("{}", camel(&wf.agents[b].name));
+                let v = wf.agents[b].variant.clone();
                 let ty = &wf.agents[b].input_ty;
                 let doc = format!("Hand off to `{}`.", wf.agents[b].name);
                 quote!(#[doc = #doc] #v(#ty))
@@ -180,7 +215,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
             let edge = (i + 1) as u16; // edge 0 is START -> entry
             match e.to {
                 Target::Agent(b) => {
-                    let v = format_ident!("{}", camel(&wf.agents[b].name));
+                    let v = wf.agents[b].variant.clone();
                     quote! {
                         #name::Next::#v(payload) => {
                             run.handoff(#edge, &payload)?;
@@ -198,17 +233,25 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
                 },
             }
         });
-    let owns = a
+    // Deduplicated: a name listed twice is reported, and must not also
+    // give a conflicting impl.
+    let mut seen = std::collections::HashSet::new();
+    let owns: Vec<_> = a
         .args
         .owns
         .iter()
-        .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}));
-    let grants = a
+        .filter(|o| seen.insert(o.to_string()))
+        .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let grants: Vec<_> = a
         .args
         .tools
         .iter()
         .filter(|t| wf.tools.iter().any(|d| d.name == **t))
-        .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}));
+        .filter(|t| seen.insert(t.to_string()))
+        .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}))
+        .collect();
     let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {
         quote! {
             const TIMEOUT: ::workflow_core::__private::Option<::workflow_core::__private::Duration> =
@@ -216,14 +259,14 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
         }
     });
     let contract = has_incoming(r, index).then(|| {
-        let assert = quote_spanned!(input.span()=> ::workflow_core::__private::assert_handoff::<#input>());
+        let view = quote_spanned!(input.span()=> <#input as ::workflow_core::Handoff>::contract(input));
         quote! {
             fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::ContractView<'_>> {
-                const _: () = #assert;
-                ::workflow_core::__private::Option::Some(::workflow_core::Handoff::contract(input))
+                ::workflow_core::__private::Option::Some(#view)
             }
         }
     });
+    let run_body = body_call(a);
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
     let pre = (!a.pre.is_empty()).then(|| {
         let body = conditions(
@@ -233,7 +276,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
             quote!(let #input_pat = input; let #cx_pat = cx;),
         );
         quote! {
-            #[allow(unused_variables, unused_mut, clippy::ref_patterns)]
+            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn pre(
                 input: &#input,
                 cx: &#name::Context<'_>,
@@ -245,7 +288,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
     let post = (!a.post.is_empty()).then(|| {
         let body = conditions(index, &a.post, "post", quote!(let #cx_pat = cx;));
         quote! {
-            #[allow(unused_variables, unused_mut)]
+            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post(
                 out: &#name::Next,
                 cx: &#name::Context<'_>,
@@ -292,7 +335,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
             ) -> impl ::workflow_core::__private::Future<
                 Output = ::workflow_core::__private::Result<#name::Next, ::workflow_core::Reject>,
             > + Send {
-                #name(input, cx)
+                #run_body
             }
         }
 
@@ -312,7 +355,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
 fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let wf_name = wf.name.to_string();
     let entry = &wf.agents[r.graph.entry];
-    let entry_v = format_ident!("{}", camel(&entry.name));
+    let entry_v = entry.variant.clone();
     let input = &entry.input_ty;
     let output = output_ty(wf);
     let root = match &wf.invariants {
@@ -324,20 +367,21 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         None => quote!(()),
     };
     let states = wf.agents.iter().map(|a| {
-        let v = format_ident!("{}", camel(&a.name));
+        let v = a.variant.clone();
         let ty = &a.input_ty;
         let doc = format!("`{}` runs next.", a.name);
         quote!(#[doc = #doc] #v(#ty))
     });
     let turns = wf.agents.iter().map(|a| {
-        let (v, n) = (format_ident!("{}", camel(&a.name)), &a.name);
+        let (v, n) = (a.variant.clone(), &a.name);
         let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok());
+        let call = body_call(a);
         let body = match timeout {
-            None => quote!(#n(input, cx).await),
+            None => quote!(#call.await),
             Some(ms) => quote! {
                 match ::workflow_core::__private::timeout(
                     ::workflow_core::__private::Duration::from_millis(#ms),
-                    #n(input, cx),
+                    #call,
                 ).await {
                     ::workflow_core::__private::Result::Ok(result) => result,
                     ::workflow_core::__private::Result::Err(_) => {
@@ -355,7 +399,7 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         }
     });
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
-        let v = format_ident!("{}", camel(&a.name));
+        let v = a.variant.clone();
         let i = i as u16;
         quote!(State::#v(_) => #i,)
     });

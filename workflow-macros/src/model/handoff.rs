@@ -62,21 +62,29 @@ pub struct Handoff {
 }
 
 impl Handoff {
-    /// Builds the model; reports a struct without named fields.
-    pub fn from_struct(cx: &Ctxt, mut item: ItemStruct) -> Option<Handoff> {
-        let named = match &mut item.fields {
-            Fields::Named(named) => named,
-            _ => {
-                cx.error_spanned_by(
-                    &item.ident,
-                    "`#[handoff]` needs a struct with named fields: the contract parts are marked fields",
-                );
-                return None;
+    /// Builds the model; reports a struct without named fields and gives
+    /// it back without its part markers.
+    pub fn from_struct(cx: &Ctxt, mut item: ItemStruct) -> Result<Handoff, Box<ItemStruct>> {
+        if !matches!(item.fields, Fields::Named(_)) {
+            for field in item.fields.iter_mut() {
+                field
+                    .attrs
+                    .retain(|a| !PARTS.iter().any(|p| a.path().is_ident(p.marker)));
             }
+            cx.error_spanned_by(
+                &item.ident,
+                "`#[handoff]` needs a struct with named fields: the contract parts are marked fields",
+            );
+            return Err(Box::new(item));
+        }
+        let Fields::Named(named) = &mut item.fields else {
+            return Err(Box::new(item));
         };
         let mut parts = Vec::new();
         for field in named.named.iter_mut() {
-            let ident = field.ident.clone().expect("named fields have idents");
+            let Some(ident) = field.ident.clone() else {
+                continue;
+            };
             let mut markers = Vec::new();
             field.attrs.retain(|attr| {
                 let part = attr
@@ -113,17 +121,39 @@ impl Handoff {
                 });
             }
         }
-        Some(Handoff { item, parts })
+        Ok(Handoff { item, parts })
     }
+}
 
-    /// The one field carrying part `part`, when there is exactly one.
-    pub fn part(&self, part: usize) -> Option<&PartField> {
-        let mut it = self.parts.iter().filter(|p| p.part == part);
-        let first = it.next()?;
-        if it.next().is_some() {
-            None
-        } else {
-            Some(first)
-        }
+/// Serde options that let a field be absent or dropped on the wire.
+pub const DROPPING: [&str; 6] = [
+    "default",
+    "skip",
+    "skip_deserializing",
+    "skip_serializing",
+    "skip_serializing_if",
+    "flatten",
+];
+
+/// Calls `f` with the path of every `key` or `key = ..` in `#[serde(..)]`.
+pub fn for_each_serde_key(attr: &syn::Attribute, mut f: impl FnMut(&syn::Path)) {
+    if let syn::Meta::List(_) = &attr.meta {
+        let _ = attr.parse_nested_meta(|meta| {
+            f(&meta.path);
+            // Skip a value (`= "..."`) or a nested list so parsing goes on.
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _ = meta.parse_nested_meta(|_| Ok(()));
+            }
+            Ok(())
+        });
     }
+}
+
+/// Whether a `#[serde(..)]` attribute holds one of `keys`.
+pub fn serde_has_any(attr: &syn::Attribute, keys: &[&str]) -> bool {
+    let mut found = false;
+    for_each_serde_key(attr, |key| found |= keys.iter().any(|k| key.is_ident(k)));
+    found
 }

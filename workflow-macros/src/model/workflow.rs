@@ -14,6 +14,12 @@ use crate::parse::{AgentArgs, ConditionArgs, ToolArgs, WorkflowArgs};
 /// An `#[agent]` function.
 pub struct Agent {
     pub name: Ident,
+    /// Its variant name in `Next` and `State` (CamelCase of the name).
+    pub variant: Ident,
+    /// Whether the function is `async` (a non-async one is reported).
+    pub is_async: bool,
+    /// Whether the function has the `(input, cx)` shape and can be called.
+    pub callable: bool,
     pub input_pat: Pat,
     pub input_ty: Type,
     pub cx_pat: Pat,
@@ -25,6 +31,10 @@ pub struct Agent {
 /// A `#[tool]` function.
 pub struct Tool {
     pub name: Ident,
+    /// Whether the function is `async` (a non-async one is reported).
+    pub is_async: bool,
+    /// Whether the function has the `(input, deps) -> Result<..>` shape.
+    pub callable: bool,
     pub input_ty: Type,
     pub output_ty: Type,
     pub needs: Option<Ident>,
@@ -101,8 +111,27 @@ impl Workflow {
                     wf.items.push(quote::quote!(#derives #s));
                 }
                 Item::Fn(mut f) if has_attr(&f.attrs, "agent") => {
-                    if let Some(agent) = agent_from_fn(cx, &mut f) {
-                        wf.agents.push(agent);
+                    if let Some(mut agent) = agent_from_fn(cx, &mut f) {
+                        let camel = agent.variant.to_string();
+                        match wf.agents.iter().find(|a| a.variant == camel) {
+                            Some(first) if first.name == agent.name => cx.error_spanned_by(
+                                &agent.name,
+                                format!("agent `{}` is declared twice; rename one", agent.name),
+                            ),
+                            Some(first) => {
+                                cx.error_spanned_by(
+                                    &agent.name,
+                                    format!(
+                                        "agents `{}` and `{}` would both be `{camel}` in `Next` and `State`; rename one",
+                                        first.name, agent.name
+                                    ),
+                                );
+                                // Kept under a unique variant so that nothing else breaks.
+                                agent.variant = quote::format_ident!("{camel}{}", wf.agents.len());
+                                wf.agents.push(agent);
+                            }
+                            None => wf.agents.push(agent),
+                        }
                     }
                     wf.items.push(f.into_token_stream());
                 }
@@ -133,15 +162,12 @@ impl Workflow {
 
 /// Expands a `#[handoff]` struct in place (its rules run with the rest).
 pub fn expand_handoff(cx: &Ctxt, s: syn::ItemStruct) -> TokenStream {
-    let fallback = s.to_token_stream();
-    let Some(model) = Handoff::from_struct(cx, s) else {
-        return fallback;
+    let model = match Handoff::from_struct(cx, s) {
+        Ok(model) => model,
+        Err(cleaned) => return cleaned.to_token_stream(),
     };
-    let rules = Ctxt::default();
-    check::contract::check(&rules, &model);
-    let complete = !rules.has_errors();
-    cx.absorb(rules);
-    codegen::handoff::expand(&model, complete)
+    check::contract::check(cx, &model);
+    codegen::handoff::expand(&model)
 }
 
 fn typed_arg(arg: &FnArg) -> Option<(&Pat, &Type)> {
@@ -154,12 +180,8 @@ fn typed_arg(arg: &FnArg) -> Option<(&Pat, &Type)> {
 fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
     let mut args = AgentArgs::default();
     for a in take_attrs(&mut f.attrs, "agent") {
-        match &a.meta {
-            syn::Meta::Path(_) => {}
-            _ => match a.parse_args::<AgentArgs>() {
-                Ok(parsed) => args = parsed,
-                Err(e) => cx.syn_error(e),
-            },
+        if let syn::Meta::List(list) = &a.meta {
+            args = AgentArgs::parse_all(cx, list.tokens.clone());
         }
     }
     let mut conditions = |name: &str| -> Vec<ConditionArgs> {
@@ -190,10 +212,9 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
         );
     }
     let inputs: Vec<_> = sig.inputs.iter().collect();
-    let (Some((input_pat, input_ty)), Some((cx_pat, _))) = (
-        inputs.first().and_then(|a| typed_arg(a)),
-        inputs.get(1).and_then(|a| typed_arg(a)),
-    ) else {
+    let input = inputs.first().and_then(|a| typed_arg(a));
+    let context = inputs.get(1).and_then(|a| typed_arg(a));
+    if input.is_none() || context.is_none() {
         cx.error_spanned_by(
             &sig.ident,
             format!(
@@ -201,19 +222,26 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
                 sig.ident
             ),
         );
-        return None;
-    };
+    }
     if inputs.len() > 2 {
         cx.error_spanned_by(
             inputs[2],
             "an agent takes exactly two arguments (input, context); remove this one",
         );
     }
+    // A malformed agent stays in the model, so that the graph and the
+    // generated names exist and no other error follows from this one.
     Some(Agent {
         name: sig.ident.clone(),
-        input_pat: input_pat.clone(),
-        input_ty: input_ty.clone(),
-        cx_pat: cx_pat.clone(),
+        variant: quote::format_ident!("{}", codegen::camel(&sig.ident)),
+        is_async: sig.asyncness.is_some(),
+        callable: input.is_some()
+            && context.is_some()
+            && inputs.len() == 2
+            && sig.generics.params.is_empty(),
+        input_pat: input.map_or_else(|| syn::parse_quote!(_input), |(p, _)| p.clone()),
+        input_ty: input.map_or_else(|| syn::parse_quote!(()), |(_, t)| t.clone()),
+        cx_pat: context.map_or_else(|| syn::parse_quote!(_cx), |(p, _)| p.clone()),
         args,
         pre,
         post,
@@ -247,18 +275,26 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
         .and_then(typed_arg)
         .map(|(_, t)| t.clone());
     let output_ty = result_ok_type(&sig.output);
-    match (input_ty, output_ty, sig.inputs.len()) {
-        (Some(input_ty), Some(output_ty), 2) => Some(Tool {
-            name: sig.ident.clone(),
-            input_ty,
-            output_ty,
-            needs: args.needs,
-        }),
-        _ => {
-            cx.error_spanned_by(&sig.ident, shape);
-            None
-        }
+    let what = match (&input_ty, &output_ty, sig.inputs.len()) {
+        (Some(_), Some(_), 2) => None,
+        (_, None, _) => Some("its return type must be written `Result<Output, ToolError>`"),
+        (_, _, n) if n != 2 => Some("it takes exactly two arguments, its input and `&Deps`"),
+        _ => Some("its first argument must be its input"),
+    };
+    if let Some(what) = what {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!("tool `{}` has the wrong shape: {what}; {shape}", sig.ident),
+        );
     }
+    Some(Tool {
+        name: sig.ident.clone(),
+        is_async: sig.asyncness.is_some(),
+        callable: what.is_none(),
+        input_ty: input_ty.unwrap_or_else(|| syn::parse_quote!(())),
+        output_ty: output_ty.unwrap_or_else(|| syn::parse_quote!(())),
+        needs: args.needs,
+    })
 }
 
 /// `T` of a `Result<T, _>` return type.

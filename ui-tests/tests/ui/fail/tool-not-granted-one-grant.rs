@@ -1,0 +1,27 @@
+//! `network` is granted one tool and calls another: the error names the
+//! tool, even though only one grant could have been guessed.
+
+use workflow_core::prelude::*;
+
+#[workflow(entry = network, output = String)]
+mod wf {
+    use super::*;
+
+    #[tool]
+    async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
+
+    #[tool]
+    async fn apply_plan(_input: String, _deps: &()) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
+
+    #[agent(tools = [describe_vpcs], to = [END])]
+    async fn network(vpc: String, cx: network::Context<'_>) -> Result<network::Next, Reject> {
+        let applied = cx.call(tools::apply_plan, vpc).await?;
+        Ok(network::Next::End(applied))
+    }
+}
+
+fn main() {}
