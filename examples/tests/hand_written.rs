@@ -253,7 +253,7 @@ fn payloads_cross_between_the_two() {
         .block_on(by_macro::Workflow::new((), ()).run(1))
         .expect("runs");
     let work = done.transcript.payload(1).expect("planner -> worker");
-    let parsed: by_hand::Work = serde_json::from_str(work).expect("the macro's bytes parse");
+    let parsed: by_hand::Work = serde_json::from_str(&work).expect("the macro's bytes parse");
     assert_eq!(serde_json::to_string(&parsed).unwrap(), work);
     let extra = work.replacen('{', r#"{"extra":1,"#, 1);
     assert!(serde_json::from_str::<by_hand::Work>(&extra).is_err());

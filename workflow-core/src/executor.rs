@@ -29,7 +29,7 @@ pub trait Workflow: Sized + Send + Sync + 'static {
     /// What tools need to do their work (clients, fakes), or `()`.
     type Deps: Send + Sync + 'static;
     /// Which agent runs next, with its input.
-    type State: Send;
+    type State: Send + 'static;
 
     /// The static description of the workflow.
     const GRAPH: &'static Graph;
@@ -42,6 +42,24 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         state: Self::State,
         run: &'a mut Runtime<'x, Self>,
     ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a;
+
+    /// Runs turns from `state` to the end of the run. The default loops
+    /// over [`turn`](Self::turn); generated code inlines the loop, so a run
+    /// is one future and no state is moved between turns.
+    fn run_to_end<'a, 'x>(
+        state: Self::State,
+        run: &'a mut Runtime<'x, Self>,
+    ) -> impl Future<Output = Result<Self::Output, RunError>> + Send + 'a {
+        async move {
+            let mut state = state;
+            loop {
+                match Self::turn(state, run).await? {
+                    Transition::To(next) => state = next,
+                    Transition::End(output) => return Ok(output),
+                }
+            }
+        }
+    }
 
     /// The agent index that `state` names.
     fn agent_of(state: &Self::State) -> u16;
@@ -295,19 +313,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
-        if let Err(e) = serde_json::to_writer(crate::record::Sink(&mut t.bytes), payload) {
-            t.bytes.truncate(start);
-            let info = &W::GRAPH.edges[edge as usize];
-            return Err(RunError::Encode {
-                from: W::GRAPH.node_name(info.from),
-                to: W::GRAPH.node_name(info.to),
-                error: e.to_string(),
-            });
-        }
+        let format = match crate::canonical::encode(&mut t.bytes, payload) {
+            Ok(format) => format,
+            Err(error) => {
+                let info = &W::GRAPH.edges[edge as usize];
+                return Err(RunError::Encode {
+                    from: W::GRAPH.node_name(info.from),
+                    to: W::GRAPH.node_name(info.to),
+                    error,
+                });
+            }
+        };
         t.entries.push(Entry {
             hop: self.hops,
             edge,
             status,
+            format,
             start: start as u32,
             end: t.bytes.len() as u32,
             at_us: self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
@@ -488,7 +509,7 @@ impl<'x, W: Workflow> Session<'x, W> {
     /// Runs the remaining turns to the end.
     pub async fn finish(self) -> Result<Completed<W::Output>, Aborted> {
         let Session { mut run, state } = self;
-        let mut state = match state {
+        let state = match state {
             Ok(Some(state)) => state,
             Ok(None) => {
                 return Err(Aborted {
@@ -503,23 +524,15 @@ impl<'x, W: Workflow> Session<'x, W> {
                 });
             }
         };
-        // The hot loop: one `turn` future per agent turn, nothing else.
-        loop {
-            match W::turn(state, &mut run).await {
-                Ok(Transition::To(next)) => state = next,
-                Ok(Transition::End(output)) => {
-                    return Ok(Completed {
-                        output,
-                        transcript: run.transcript,
-                    });
-                }
-                Err(error) => {
-                    return Err(Aborted {
-                        error,
-                        transcript: run.transcript,
-                    });
-                }
-            }
+        match W::run_to_end(state, &mut run).await {
+            Ok(output) => Ok(Completed {
+                output,
+                transcript: run.transcript,
+            }),
+            Err(error) => Err(Aborted {
+                error,
+                transcript: run.transcript,
+            }),
         }
     }
 }

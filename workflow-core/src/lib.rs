@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod canonical;
 pub mod contract;
 pub mod error;
 pub mod executor;

@@ -139,39 +139,13 @@ pub struct TransferRecord {
     pub to: Endpoint,
     /// The Rust type of the payload.
     pub payload_type: Cow<'static, str>,
-    /// The exact bytes delivered, as canonical JSON text.
+    /// The payload handed over, as JSON text (decoded from the canonical
+    /// bytes recorded at the handoff).
     pub payload: String,
     /// The receiver's answer.
     pub receipt: Receipt,
     /// Microseconds since the run started.
     pub at_us: u64,
-}
-
-/// The writer payloads are serialized into. serde_json writes mostly
-/// single bytes (`{`, `"`, `:`, `,`); pushing those inline instead of
-/// calling `memcpy` for each halves the cost of a record.
-pub(crate) struct Sink<'a>(pub(crate) &'a mut Vec<u8>);
-
-impl std::io::Write for Sink<'_> {
-    #[inline]
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.write_all(buf)?;
-        Ok(buf.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match buf {
-            [b] => self.0.push(*b),
-            _ => self.0.extend_from_slice(buf),
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A record as kept during a run: compact, payload bytes in a shared buffer.
@@ -180,6 +154,7 @@ pub(crate) struct Entry {
     pub(crate) hop: u32,
     pub(crate) edge: u16,
     pub(crate) status: Status,
+    pub(crate) format: crate::canonical::Format,
     pub(crate) start: u32,
     pub(crate) end: u32,
     pub(crate) at_us: u64,
@@ -231,11 +206,19 @@ impl Transcript {
         self.entries.is_empty()
     }
 
-    /// The exact bytes of the `i`th transfer's payload.
-    pub fn payload(&self, i: usize) -> Option<&str> {
+    /// The canonical bytes recorded for the `i`th transfer's payload:
+    /// MessagePack with field names, or JSON text for a payload holding a
+    /// 128-bit integer beyond 64 bits (see [`payload`](Self::payload)).
+    pub fn payload_bytes(&self, i: usize) -> Option<&[u8]> {
         let e = self.entries.get(i)?;
-        // The buffer only ever receives serde_json output, which is UTF-8.
-        std::str::from_utf8(&self.bytes[e.start as usize..e.end as usize]).ok()
+        self.bytes.get(e.start as usize..e.end as usize)
+    }
+
+    /// The `i`th transfer's payload as JSON text: the same text
+    /// `serde_json::to_string` gives for the value that was handed over.
+    pub fn payload(&self, i: usize) -> Option<String> {
+        let format = self.entries.get(i)?.format;
+        crate::canonical::to_json(format, self.payload_bytes(i)?).ok()
     }
 
     /// The `i`th transfer, as a self-contained record.
@@ -249,7 +232,7 @@ impl Transcript {
             from: self.graph.endpoint(edge.from),
             to: self.graph.endpoint(edge.to),
             payload_type: Cow::Borrowed(edge.payload),
-            payload: self.payload(i)?.to_owned(),
+            payload: self.payload(i)?,
             receipt: self.receipt(i)?,
             at_us: e.at_us,
         })

@@ -416,7 +416,7 @@ async fn a_run_records_every_transfer_accepted() {
         // Each transfer happens after exactly `i` turns.
         assert_eq!(r.hop as usize, i, "record {i}");
         assert_eq!(r.run_id, t.run_id());
-        assert_eq!(Some(r.payload.as_str()), t.payload(i));
+        assert_eq!(Some(r.payload.clone()), t.payload(i));
         assert_eq!(t.receipt(i), Some(Accepted));
     }
     let types: Vec<&str> = records.iter().map(|r| &*r.payload_type).collect();
@@ -610,7 +610,7 @@ async fn a_used_up_loop_bound_rejects_the_transfer() {
     assert_eq!(counters_3.runs(), [1, 3, 3]);
     // The rejected payload is recorded anyway: the witness keeps what was sent.
     let last = aborted.transcript.payload(7).unwrap();
-    assert_eq!(json(last)["remaining"], 0);
+    assert_eq!(json(&last)["remaining"], 0);
 }
 
 #[tokio::test]

@@ -398,6 +398,8 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
+    let turns: Vec<TokenStream> = turns.collect();
+    let turns_again = &turns;
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
         let i = i as u16;
@@ -455,6 +457,28 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 async move {
                     match state {
                         #(#turns)*
+                    }
+                }
+            }
+
+            fn run_to_end<'a, 'x>(
+                state: State,
+                run: &'a mut ::workflow_core::Runtime<'x, Spec>,
+            ) -> impl ::workflow_core::__private::Future<
+                Output = ::workflow_core::__private::Result<#output, ::workflow_core::RunError>,
+            > + Send + 'a {
+                async move {
+                    let mut state = state;
+                    loop {
+                        let transition = match state {
+                            #(#turns_again)*
+                        };
+                        match transition? {
+                            ::workflow_core::Transition::To(next) => state = next,
+                            ::workflow_core::Transition::End(output) => {
+                                return ::workflow_core::__private::Result::Ok(output);
+                            }
+                        }
                     }
                 }
             }

@@ -1,0 +1,113 @@
+//! The canonical encoding reads back as exactly the JSON serde_json writes.
+
+use super::{Format, encode, to_json};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Serialize)]
+struct Unit;
+
+#[derive(Serialize)]
+struct Newtype(u8);
+
+#[derive(Serialize)]
+enum External {
+    A,
+    B(i64),
+    C(u8, String),
+    D { x: f64 },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Internal {
+    One,
+    Two { n: u32 },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Untagged {
+    N(u64),
+    S(String),
+}
+
+#[derive(Serialize)]
+struct Everything {
+    unit: Unit,
+    newtype: Newtype,
+    external: Vec<External>,
+    internal: Vec<Internal>,
+    untagged: Vec<Untagged>,
+    ip: std::net::IpAddr,
+    socket: std::net::SocketAddr,
+    duration: std::time::Duration,
+    floats: (f32, f64, f64),
+    ints: (i8, i64, u64, i128, u128),
+    chars: (char, String, &'static str),
+    escapes: String,
+    bytes: Vec<u8>,
+    none: Option<u8>,
+    some: Option<Option<bool>>,
+    int_keys: BTreeMap<u32, &'static str>,
+    empty: (Vec<u8>, BTreeMap<String, u8>, ()),
+}
+
+/// The canonical bytes read back as exactly the JSON serde_json writes,
+/// for every shape serde has (the published schemas describe that JSON).
+#[test]
+fn canonical_bytes_read_back_as_serde_json_text() {
+    let value = Everything {
+        unit: Unit,
+        newtype: Newtype(7),
+        external: vec![
+            External::A,
+            External::B(-3),
+            External::C(1, "c".into()),
+            External::D { x: 0.5 },
+        ],
+        internal: vec![Internal::One, Internal::Two { n: 2 }],
+        untagged: vec![Untagged::N(u64::MAX), Untagged::S("s".into())],
+        ip: "10.0.0.1".parse().expect("an IP"),
+        socket: "[::1]:8080".parse().expect("a socket address"),
+        duration: std::time::Duration::from_millis(1500),
+        floats: (1.1, -2.5e-300, f64::MAX),
+        ints: (i8::MIN, i64::MIN, u64::MAX, -1, 1),
+        chars: ('é', "日本".into(), "tab\there"),
+        escapes: "quote \" backslash \\ newline \n nul \u{0}".into(),
+        bytes: vec![0, 1, 255],
+        none: None,
+        some: Some(None),
+        int_keys: BTreeMap::from([(1, "one"), (20, "twenty")]),
+        empty: (Vec::new(), BTreeMap::new(), ()),
+    };
+    let mut buf = Vec::new();
+    let format = encode(&mut buf, &value).expect("encodes");
+    assert_eq!(format, Format::MsgPack);
+    let expected = serde_json::to_string(&value).expect("serializes");
+    assert_eq!(to_json(format, &buf).expect("decodes"), expected);
+}
+
+/// A 128-bit integer beyond 64 bits has no MessagePack form: that payload
+/// is recorded as JSON, whole and exact.
+#[test]
+fn a_wide_integer_falls_back_to_json() {
+    #[derive(Serialize)]
+    struct Wide {
+        before: u8,
+        n: u128,
+    }
+    let value = Wide {
+        before: 1,
+        n: u128::MAX,
+    };
+    let mut buf = vec![9, 9];
+    let format = encode(&mut buf, &value).expect("encodes");
+    assert_eq!(format, Format::Json);
+    assert_eq!(&buf[..2], &[9, 9], "what was there before is kept");
+    assert_eq!(
+        to_json(format, &buf[2..]).expect("decodes"),
+        serde_json::to_string(&value).expect("serializes")
+    );
+}
