@@ -77,13 +77,17 @@ pub struct WorkflowArgs {
     pub output: Option<Type>,
     pub deps: Option<Type>,
     pub max_hops: Option<LitInt>,
+    /// Some argument could not be parsed (and was reported): what looks
+    /// missing may be that one.
+    pub incomplete: bool,
 }
 
 impl WorkflowArgs {
     /// Parses the arguments, reporting each bad one and keeping the rest.
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> WorkflowArgs {
         let mut args = WorkflowArgs::default();
-        parse_each(cx, tokens, |input| {
+        let given = split_args(tokens.clone()).len();
+        let parsed = parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["entry", "output", "deps", "max_hops"])?;
             match key.to_string().as_str() {
                 "entry" if args.entry.is_none() => args.entry = Some(input.parse()?),
@@ -94,6 +98,7 @@ impl WorkflowArgs {
             }
             Ok(())
         });
+        args.incomplete = parsed.len() < given;
         args
     }
 }
@@ -102,26 +107,46 @@ impl WorkflowArgs {
 pub struct TargetArg {
     pub name: Ident,
     pub bound: Option<LitInt>,
+    /// A malformed `(..)` after the name: reported, and the edge is taken
+    /// as bounded so that nothing else is reported about it.
+    pub bad_bound: Option<syn::Error>,
 }
 
 impl Parse for TargetArg {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let name: Ident = input.parse()?;
-        let mut bound = None;
+        let mut target = TargetArg {
+            name,
+            bound: None,
+            bad_bound: None,
+        };
         if input.peek(syn::token::Paren) {
             let inner;
             parenthesized!(inner in input);
-            let key: Ident = inner.parse()?;
-            if key != "max" {
-                return Err(syn::Error::new(
-                    key.span(),
-                    format!("expected `max = N` (a loop bound), found `{key}`"),
-                ));
+            let bound = (|| -> syn::Result<LitInt> {
+                let key: Ident = inner.parse()?;
+                if key != "max" {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "expected `max = N` (a loop bound), found `{key}`; write `{}(max = N)`",
+                            target.name
+                        ),
+                    ));
+                }
+                inner.parse::<Token![=]>()?;
+                inner.parse()
+            })();
+            match bound {
+                Ok(bound) => target.bound = Some(bound),
+                Err(e) => {
+                    // The rest of the group is skipped, the list goes on.
+                    let _: TokenStream = inner.parse()?;
+                    target.bad_bound = Some(e);
+                }
             }
-            inner.parse::<Token![=]>()?;
-            bound = Some(inner.parse()?);
         }
-        Ok(TargetArg { name, bound })
+        Ok(target)
     }
 }
 
@@ -142,6 +167,8 @@ pub struct AgentArgs {
     /// The `to` key itself, when given.
     pub to_key: Option<Ident>,
     pub timeout_ms: Option<LitInt>,
+    /// Some argument could not be parsed (and was reported).
+    pub incomplete: bool,
 }
 
 impl AgentArgs {
@@ -149,7 +176,8 @@ impl AgentArgs {
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> AgentArgs {
         let mut args = AgentArgs::default();
         let mut seen: Vec<String> = Vec::new();
-        parse_each(cx, tokens, |input| {
+        let given = split_args(tokens.clone()).len();
+        let parsed = parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["owns", "tools", "to", "timeout_ms"])?;
             let name = key.to_string();
             if seen.contains(&name) {
@@ -167,6 +195,7 @@ impl AgentArgs {
             }
             Ok(())
         });
+        args.incomplete = parsed.len() < given;
         args
     }
 }

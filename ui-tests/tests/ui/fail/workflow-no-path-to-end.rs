@@ -1,5 +1,5 @@
 //! `network` hands off only to `terraform`, which declares no receivers: no
-//! run through them can end. Both are reported.
+//! run through them can end. The dead end, `terraform`, is reported.
 
 use workflow_core::prelude::*;
 
