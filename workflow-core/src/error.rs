@@ -102,6 +102,10 @@ pub enum RunError {
         /// The serializer's message.
         error: String,
     },
+    /// A hand-written workflow drove the [`Runtime`](crate::Runtime) out of
+    /// order (generated workflows never do): what was wrong.
+    #[error("the runtime was driven out of order: {0}")]
+    Protocol(String),
     /// `step` was called on a run that already ended.
     #[error("the run has already ended")]
     Finished,

@@ -159,12 +159,15 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 
     /// The agent's own name.
     pub fn agent_name(&self) -> &'static str {
-        W::GRAPH.agents[A::INDEX as usize].name
+        agent_name::<W>(A::INDEX)
     }
 
     /// The authorities this agent owns.
     pub fn owned_authorities(&self) -> &'static [&'static str] {
-        W::GRAPH.agents[A::INDEX as usize].owns
+        W::GRAPH
+            .agents
+            .get(A::INDEX as usize)
+            .map_or(&[], |a| a.owns)
     }
 
     /// Agent turns completed before this one.
@@ -242,6 +245,12 @@ pub struct Runtime<'x, W: Workflow> {
     transcript: Transcript,
 }
 
+/// The name of agent `index` of `W` (`?` for an index a hand-written
+/// workflow got wrong: a name is never worth a panic).
+fn agent_name<W: Workflow>(index: u16) -> &'static str {
+    W::GRAPH.agents.get(index as usize).map_or("?", |a| a.name)
+}
+
 static RUN_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// The clock records are timed with: calibrated once, then read from the
@@ -288,8 +297,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Records the transfer of `payload` over edge `edge` to an agent, with
     /// its receipt pending; rejects it if the edge's loop bound is used up.
     pub fn handoff<P: Serialize>(&mut self, edge: u16, payload: &P) -> Result<(), RunError> {
-        self.record(edge, payload, Status::Pending)?;
-        let info = &W::GRAPH.edges[edge as usize];
+        let info = self.edge(edge, Node::End, false)?;
+        self.record(edge, info, payload, Status::Pending)?;
         if let Some(bound) = info.bound {
             let uses = &mut self.edge_uses[edge as usize];
             *uses += 1;
@@ -302,12 +311,33 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Records the transfer of the workflow output over edge `edge` to `END`.
     pub fn end<P: Serialize>(&mut self, edge: u16, output: &P) -> Result<(), RunError> {
-        self.record(edge, output, Status::Accepted)
+        let info = self.edge(edge, Node::End, true)?;
+        self.record(edge, info, output, Status::Accepted)
+    }
+
+    /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
+    /// not: generated code always passes a right index; a hand-written
+    /// workflow that does not gets an error, never a panic.
+    fn edge(
+        &self,
+        edge: u16,
+        end: Node,
+        to_end: bool,
+    ) -> Result<&'static crate::EdgeInfo, RunError> {
+        match W::GRAPH.edges.get(edge as usize) {
+            Some(info) if (info.to == end) == to_end => Ok(info),
+            _ => Err(RunError::Protocol(format!(
+                "edge {edge} is not an edge of workflow `{}` to {}",
+                W::GRAPH.name,
+                if to_end { "END" } else { "an agent" }
+            ))),
+        }
     }
 
     fn record<P: Serialize>(
         &mut self,
         edge: u16,
+        info: &'static crate::EdgeInfo,
         payload: &P,
         status: Status,
     ) -> Result<(), RunError> {
@@ -316,7 +346,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let format = match crate::canonical::encode(&mut t.bytes, payload) {
             Ok(format) => format,
             Err(error) => {
-                let info = &W::GRAPH.edges[edge as usize];
                 return Err(RunError::Encode {
                     from: W::GRAPH.node_name(info.from),
                     to: W::GRAPH.node_name(info.to),
@@ -340,14 +369,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn reject_last(&mut self, reason: RejectReason) -> RunError {
         let t = &mut self.transcript;
         let Some(entry) = t.entries.last_mut() else {
-            // Unreachable: every receipt follows its transfer's record.
-            return RunError::Rejected {
-                from: "START",
-                to: "?",
-                reason,
-            };
+            return RunError::Protocol("a receipt was decided with no transfer recorded".into());
         };
-        let edge = &W::GRAPH.edges[entry.edge as usize];
+        let Some(edge) = W::GRAPH.edges.get(entry.edge as usize) else {
+            return RunError::Protocol("a receipt was decided for an unknown edge".into());
+        };
         entry.status = Status::Rejected;
         t.rejection = Some(reason.clone());
         RunError::Rejected {
@@ -365,6 +391,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
+        let pending = self.transcript.entries.last().is_some_and(|e| {
+            e.status == Status::Pending
+                && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
+        });
+        if !pending {
+            return Err(RunError::Protocol(format!(
+                "agent `{}` was given a turn without a transfer to it being recorded first (call `Runtime::handoff`)",
+                agent_name::<W>(A::INDEX)
+            )));
+        }
         if self.hops >= self.max_hops {
             return Err(self.reject_last(RejectReason::HopCap {
                 max_hops: self.max_hops,
@@ -407,7 +443,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         result: Result<A::Next, Reject>,
         cx: Context<'x, W, A>,
     ) -> Result<Transition<W>, RunError> {
-        let agent = W::GRAPH.agents[A::INDEX as usize].name;
+        let agent = agent_name::<W>(A::INDEX);
         let next = result.map_err(|error| RunError::AgentFailed { agent, error })?;
         if let Err(c) = A::post(&next, &cx) {
             return Err(RunError::PostCondition {
@@ -422,7 +458,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The error for agent `A` running past its timeout.
     pub fn timed_out<A: Agent<W>>(&self) -> RunError {
         RunError::Timeout {
-            agent: W::GRAPH.agents[A::INDEX as usize].name,
+            agent: agent_name::<W>(A::INDEX),
             after_ms: A::TIMEOUT.map_or(0, |t| t.as_millis() as u64),
         }
     }
@@ -466,7 +502,7 @@ impl<'x, W: Workflow> Session<'x, W> {
     /// The agent that runs at the next step, if the run is not over.
     pub fn next_agent(&self) -> Option<&'static str> {
         match &self.state {
-            Ok(Some(state)) => Some(W::GRAPH.agents[W::agent_of(state) as usize].name),
+            Ok(Some(state)) => Some(agent_name::<W>(W::agent_of(state))),
             _ => None,
         }
     }
@@ -484,7 +520,7 @@ impl<'x, W: Workflow> Session<'x, W> {
         };
         match W::turn(state, &mut self.run).await {
             Ok(Transition::To(next)) => {
-                let name = W::GRAPH.agents[W::agent_of(&next) as usize].name;
+                let name = agent_name::<W>(W::agent_of(&next));
                 self.state = Ok(Some(next));
                 Ok(Step::Continue { next: name })
             }

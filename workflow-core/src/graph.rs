@@ -108,7 +108,7 @@ impl Graph {
     pub fn endpoint(&self, node: Node) -> Endpoint {
         match node {
             Node::Start => Endpoint::Start,
-            Node::Agent(i) => Endpoint::Agent(Cow::Borrowed(self.agents[i as usize].name)),
+            Node::Agent(_) => Endpoint::Agent(Cow::Borrowed(self.node_name(node))),
             Node::End => Endpoint::End,
         }
     }
@@ -117,7 +117,8 @@ impl Graph {
     pub fn node_name(&self, node: Node) -> &'static str {
         match node {
             Node::Start => "START",
-            Node::Agent(i) => self.agents[i as usize].name,
+            // `?` for an index a hand-written graph got wrong.
+            Node::Agent(i) => self.agents.get(i as usize).map_or("?", |a| a.name),
             Node::End => "END",
         }
     }

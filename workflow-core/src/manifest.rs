@@ -98,11 +98,17 @@ impl Manifest {
                 .map(|c| format!("{}: {}", c.expr, c.message))
                 .collect()
         };
-        let entry = graph.node_name(graph.edges[0].to).to_owned();
+        // Edge 0 is `START -> entry`; a hand-written graph may lack it.
+        let entry_node = graph.edges.first().map_or(Node::End, |e| e.to);
+        let entry = graph.node_name(entry_node).to_owned();
         Manifest {
             workflow: graph.name.to_owned(),
             entry,
-            input_schema: file_name(&(graph.agents[entry_index(graph)].input_schema)()),
+            input_schema: graph
+                .edges
+                .first()
+                .map(|e| file_name(&(e.payload_schema)()))
+                .unwrap_or_default(),
             output_schema: graph
                 .edges
                 .iter()
@@ -154,13 +160,6 @@ impl Manifest {
                 })
                 .collect(),
         }
-    }
-}
-
-fn entry_index(graph: &Graph) -> usize {
-    match graph.edges[0].to {
-        Node::Agent(i) => i as usize,
-        _ => 0,
     }
 }
 

@@ -224,7 +224,7 @@ impl Transcript {
     /// The `i`th transfer, as a self-contained record.
     pub fn record(&self, i: usize) -> Option<TransferRecord> {
         let e = self.entries.get(i)?;
-        let edge = &self.graph.edges[e.edge as usize];
+        let edge = self.graph.edges.get(e.edge as usize)?;
         Some(TransferRecord {
             run_id: self.run_id,
             seq: i as u32,

@@ -1,0 +1,175 @@
+//! A hand-written workflow that drives the `Runtime` out of order gets a
+//! `RunError::Protocol`, never a panic.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use schemars::JsonSchema;
+use workflow_core::{
+    Agent, AgentInfo, Context, EdgeInfo, Graph, Node, Reject, Route, RunError, Runtime, SchemaSet,
+    Transition, Workflow,
+};
+
+fn schema_name() -> Cow<'static, str> {
+    <u32 as JsonSchema>::schema_name()
+}
+
+/// How the broken workflow misbehaves.
+#[derive(Clone, Copy)]
+enum Mistake {
+    /// `start` records no transfer before the first turn.
+    NoTransfer,
+    /// `route` names an edge the graph does not have.
+    UnknownEdge,
+    /// `route` ends the run over an edge that leads to an agent.
+    EndOverAgentEdge,
+}
+
+struct Broken;
+
+static GRAPH: Graph = Graph {
+    name: "broken",
+    agents: &[AgentInfo {
+        name: "only",
+        input: "u32",
+        input_schema: schema_name,
+        owns: &[],
+        tools: &[],
+        timeout_ms: None,
+        pre: &[],
+        post: &[],
+    }],
+    edges: &[
+        EdgeInfo {
+            from: Node::Start,
+            to: Node::Agent(0),
+            payload: "u32",
+            payload_schema: schema_name,
+            bound: None,
+        },
+        EdgeInfo {
+            from: Node::Agent(0),
+            to: Node::End,
+            payload: "u32",
+            payload_schema: schema_name,
+            bound: None,
+        },
+    ],
+    tools: &[],
+    input: "u32",
+    output: "u32",
+    max_hops: 1,
+};
+
+struct Only;
+
+struct Next(u32, Mistake);
+
+impl Route<Broken> for Next {
+    fn route(self, run: &mut Runtime<'_, Broken>) -> Result<Transition<Broken>, RunError> {
+        match self.1 {
+            Mistake::UnknownEdge => run.end(7, &self.0)?,
+            Mistake::EndOverAgentEdge => run.end(0, &self.0)?,
+            Mistake::NoTransfer => run.end(1, &self.0)?,
+        }
+        Ok(Transition::End(self.0))
+    }
+}
+
+impl Agent<Broken> for Only {
+    const INDEX: u16 = 0;
+    type Input = (u32, Mistake);
+    type Next = Next;
+    fn run(
+        input: (u32, Mistake),
+        _cx: Context<'_, Broken, Self>,
+    ) -> impl Future<Output = Result<Next, Reject>> + Send {
+        async move { Ok(Next(input.0, input.1)) }
+    }
+}
+
+impl Workflow for Broken {
+    type Input = (u32, Mistake);
+    type Output = u32;
+    type Root = ();
+    type Deps = ();
+    type State = (u32, Mistake);
+    const GRAPH: &'static Graph = &GRAPH;
+
+    fn start(input: Self::Input, run: &mut Runtime<'_, Self>) -> Result<Self::State, RunError> {
+        if !matches!(input.1, Mistake::NoTransfer) {
+            run.handoff(0, &input.0)?;
+        }
+        Ok(input)
+    }
+
+    fn turn<'a, 'x>(
+        state: Self::State,
+        run: &'a mut Runtime<'x, Self>,
+    ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a {
+        run.turn::<Only>(state)
+    }
+
+    fn agent_of(_state: &Self::State) -> u16 {
+        0
+    }
+
+    fn schemas(set: &mut SchemaSet) {
+        set.add::<u32>();
+    }
+}
+
+// `Mistake` travels in the input only to pick the mistake; it is not a payload.
+impl serde::Serialize for Mistake {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+impl<'de> serde::Deserialize<'de> for Mistake {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <()>::deserialize(d).map(|()| Mistake::NoTransfer)
+    }
+}
+impl JsonSchema for Mistake {
+    fn schema_name() -> Cow<'static, str> {
+        "Mistake".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "null" })
+    }
+}
+
+async fn run(mistake: Mistake) -> RunError {
+    let wf = workflow_core::Executor::<Broken>::new((), ());
+    match wf.run((1, mistake)).await {
+        Ok(done) => panic!("the broken workflow completed: {:?}", done.output),
+        Err(aborted) => aborted.error,
+    }
+}
+
+#[tokio::test]
+async fn a_turn_without_a_recorded_transfer_is_a_protocol_error() {
+    let error = run(Mistake::NoTransfer).await;
+    assert!(
+        matches!(&error, RunError::Protocol(m) if m.contains("agent `only` was given a turn without a transfer")),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_edge_is_a_protocol_error() {
+    let error = run(Mistake::UnknownEdge).await;
+    assert!(
+        matches!(&error, RunError::Protocol(m) if m.contains("edge 7 is not an edge of workflow `broken` to END")),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn ending_over_an_edge_to_an_agent_is_a_protocol_error() {
+    let error = run(Mistake::EndOverAgentEdge).await;
+    assert!(
+        matches!(&error, RunError::Protocol(m) if m.contains("edge 0 is not an edge of workflow `broken` to END")),
+        "{error:?}"
+    );
+}
