@@ -80,11 +80,8 @@ impl Agent<Broken> for Only {
     const INDEX: u16 = 0;
     type Input = (u32, Mistake);
     type Next = Next;
-    fn run(
-        input: (u32, Mistake),
-        _cx: Context<'_, Broken, Self>,
-    ) -> impl Future<Output = Result<Next, Reject>> + Send {
-        async move { Ok(Next(input.0, input.1)) }
+    async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {
+        Ok(Next(input.0, input.1))
     }
 }
 
