@@ -106,6 +106,10 @@ pub enum RunError {
     /// order (generated workflows never do): what was wrong.
     #[error("the runtime was driven out of order: {0}")]
     Protocol(String),
+    /// A `Session::step` future was dropped before its turn completed: the
+    /// run cannot go on (the agent's input went with the dropped turn).
+    #[error("the run was interrupted: a step was cancelled before its turn completed")]
+    Interrupted,
     /// `step` was called on a run that already ended.
     #[error("the run has already ended")]
     Finished,

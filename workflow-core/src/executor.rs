@@ -43,9 +43,8 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         run: &'a mut Runtime<'x, Self>,
     ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a;
 
-    /// Runs turns from `state` to the end of the run. The default loops
-    /// over [`turn`](Self::turn); generated code inlines the loop, so a run
-    /// is one future and no state is moved between turns.
+    /// Runs turns from `state` to the end of the run (a loop over
+    /// [`turn`](Self::turn)).
     fn run_to_end<'a, 'x>(
         state: Self::State,
         run: &'a mut Runtime<'x, Self>,
@@ -509,9 +508,15 @@ impl<'x, W: Workflow> Session<'x, W> {
 
     /// Runs one agent turn.
     pub async fn step(&mut self) -> Result<Step<W::Output>, RunError> {
-        let state = match std::mem::replace(&mut self.state, Ok(None)) {
+        // Until the turn completes, the session says it was interrupted: a
+        // `step` future dropped mid-turn (a timeout, a `select!`) leaves a
+        // truthful error behind, not a run that looks finished.
+        let state = match std::mem::replace(&mut self.state, Err(RunError::Interrupted)) {
             Ok(Some(state)) => state,
-            Ok(None) => return Err(RunError::Finished),
+            Ok(None) => {
+                self.state = Ok(None);
+                return Err(RunError::Finished);
+            }
             Err(e) => {
                 // A stopped run keeps answering with what stopped it.
                 self.state = Err(e.clone());
@@ -524,7 +529,10 @@ impl<'x, W: Workflow> Session<'x, W> {
                 self.state = Ok(Some(next));
                 Ok(Step::Continue { next: name })
             }
-            Ok(Transition::End(output)) => Ok(Step::Finished(output)),
+            Ok(Transition::End(output)) => {
+                self.state = Ok(None);
+                Ok(Step::Finished(output))
+            }
             Err(e) => {
                 self.state = Err(e.clone());
                 Err(e)

@@ -4,6 +4,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::check::workflow::Resolved;
@@ -31,6 +32,7 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
         .enumerate()
         .map(|(i, a)| agent(wf, r, i, a));
     let spec = spec(wf, r);
+    let aliases = aliases(wf);
     let assertions = ownership_assertions(wf, r);
     let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
     let max_doc = format!(
@@ -44,12 +46,51 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
             #[doc = #max_doc]
             pub const MAX_HOPS: u32 = #max_hops;
 
+            #aliases
             #authority
             #tools
             #(#agents)*
             #spec
             #assertions
         }
+    }
+}
+
+fn input_alias(a: &Agent) -> syn::Ident {
+    format_ident!("__wf_input_{}", a.name.unraw())
+}
+
+fn tool_input_alias(t: &crate::model::workflow::Tool) -> syn::Ident {
+    format_ident!("__wf_tool_input_{}", t.name.unraw())
+}
+
+fn tool_output_alias(t: &crate::model::workflow::Tool) -> syn::Ident {
+    format_ident!("__wf_tool_output_{}", t.name.unraw())
+}
+
+/// Module-level aliases for the user's types, so that the nested generated
+/// modules name them as the user wrote them, resolved where they were
+/// written (`super::Task` in the user's code stays right).
+fn aliases(wf: &Workflow) -> TokenStream {
+    let output = output_ty(wf);
+    let agents = wf.agents.iter().map(|a| {
+        let (alias, ty) = (input_alias(a), &a.input_ty);
+        quote!(#[doc(hidden)] #[allow(non_camel_case_types)] type #alias = #ty;)
+    });
+    let tools = wf.tools.iter().map(|t| {
+        let (i, o) = (tool_input_alias(t), tool_output_alias(t));
+        let (it, ot) = (&t.input_ty, &t.output_ty);
+        quote! {
+            #[doc(hidden)] #[allow(non_camel_case_types)] type #i = #it;
+            #[doc(hidden)] #[allow(non_camel_case_types)] type #o = #ot;
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        type __wf_output = #output;
+        #(#agents)*
+        #(#tools)*
     }
 }
 
@@ -80,8 +121,9 @@ fn tools(wf: &Workflow) -> TokenStream {
     let tools = wf.tools.iter().map(|t| {
         let name = &t.name;
         let text = name.to_string();
-        let (input, output) = (&t.input_ty, &t.output_ty);
         let doc = format!("The tool `{text}`: pass it to `cx.call`.");
+        let hidden = &t.hidden;
+        let (input_alias, output_alias) = (tool_input_alias(t), tool_output_alias(t));
         let body = if !t.callable {
             quote! {
                 async move {
@@ -93,9 +135,9 @@ fn tools(wf: &Workflow) -> TokenStream {
                 }
             }
         } else if t.is_async {
-            quote!(super::#name(input, deps))
+            quote!(super::#hidden(input, deps))
         } else {
-            quote!(async move { super::#name(input, deps) })
+            quote!(async move { super::#hidden(input, deps) })
         };
         quote! {
             #[doc = #doc]
@@ -103,14 +145,14 @@ fn tools(wf: &Workflow) -> TokenStream {
             pub struct #name;
             impl ::workflow_core::Tool<super::Spec> for #name {
                 const NAME: &'static str = #text;
-                type Input = #input;
-                type Output = #output;
+                type Input = super::#input_alias;
+                type Output = super::#output_alias;
                 fn call(
                     self,
-                    input: #input,
+                    input: super::#input_alias,
                     deps: &<super::Spec as ::workflow_core::Workflow>::Deps,
                 ) -> impl ::workflow_core::__private::Future<
-                    Output = ::workflow_core::__private::Result<#output, ::workflow_core::ToolError>,
+                    Output = ::workflow_core::__private::Result<super::#output_alias, ::workflow_core::ToolError>,
                 > + Send {
                     #body
                 }
@@ -121,8 +163,6 @@ fn tools(wf: &Workflow) -> TokenStream {
         /// The tools of this workflow, one type each.
         #[allow(non_camel_case_types)]
         pub mod tools {
-            #[allow(unused_imports)]
-            use super::*;
             #(#tools)*
         }
     }
@@ -189,7 +229,6 @@ fn conditions(
 fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
     let name = &a.name;
     let input = &a.input_ty;
-    let output = output_ty(wf);
     let index_u16 = index as u16;
     let variants = r
         .graph
@@ -199,11 +238,14 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
         .map(|e| match e.to {
             Target::Agent(b) => {
                 let v = wf.agents[b].variant.clone();
-                let ty = &wf.agents[b].input_ty;
+                let ty = input_alias(&wf.agents[b]);
                 let doc = format!("Hand off to `{}`.", wf.agents[b].name);
-                quote!(#[doc = #doc] #v(#ty))
+                quote!(#[doc = #doc] #v(super::#ty))
             }
-            Target::End => quote!(#[doc = "End the run with the workflow output."] End(#output)),
+            Target::End => quote!(
+                #[doc = "End the run with the workflow output."]
+                End(super::__wf_output)
+            ),
         });
     let routes = r
         .graph
@@ -305,8 +347,6 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
     quote! {
         #[doc = #mod_doc]
         pub mod #name {
-            #[allow(unused_imports)]
-            use super::*;
             /// The agent's marker type.
             #[derive(Debug, Clone, Copy, Default)]
             pub struct Agent;
@@ -398,8 +438,6 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
-    let turns: Vec<TokenStream> = turns.collect();
-    let turns_again = &turns;
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
         let i = i as u16;
@@ -457,28 +495,6 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 async move {
                     match state {
                         #(#turns)*
-                    }
-                }
-            }
-
-            fn run_to_end<'a, 'x>(
-                state: State,
-                run: &'a mut ::workflow_core::Runtime<'x, Spec>,
-            ) -> impl ::workflow_core::__private::Future<
-                Output = ::workflow_core::__private::Result<#output, ::workflow_core::RunError>,
-            > + Send + 'a {
-                async move {
-                    let mut state = state;
-                    loop {
-                        let transition = match state {
-                            #(#turns_again)*
-                        };
-                        match transition? {
-                            ::workflow_core::Transition::To(next) => state = next,
-                            ::workflow_core::Transition::End(output) => {
-                                return ::workflow_core::__private::Result::Ok(output);
-                            }
-                        }
                     }
                 }
             }

@@ -3,6 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::{FnArg, GenericArgument, Ident, Item, ItemFn, Pat, PathArguments, ReturnType, Type};
 
 use crate::check;
@@ -31,6 +32,8 @@ pub struct Agent {
 /// A `#[tool]` function.
 pub struct Tool {
     pub name: Ident,
+    /// The name the tool's function is emitted under, out of agents' reach.
+    pub hidden: Ident,
     /// Whether the function is `async` (a non-async one is reported).
     pub is_async: bool,
     /// Whether the function has the `(input, deps) -> Result<..>` shape.
@@ -137,6 +140,10 @@ impl Workflow {
                 }
                 Item::Fn(mut f) if has_attr(&f.attrs, "tool") => {
                     if let Some(tool) = tool_from_fn(cx, &mut f) {
+                        // The function itself is hidden: `cx.call(tools::x, ..)`,
+                        // which checks the grant, is the only way to run a tool.
+                        f.sig.ident = tool.hidden.clone();
+                        f.attrs.push(syn::parse_quote!(#[doc(hidden)]));
                         wf.tools.push(tool);
                     }
                     wf.items.push(f.into_token_stream());
@@ -340,6 +347,7 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
     }
     Some(Tool {
         name: sig.ident.clone(),
+        hidden: syn::Ident::new(&format!("__tool_{}", sig.ident.unraw()), sig.ident.span()),
         is_async: sig.asyncness.is_some(),
         callable: what.is_none(),
         input_ty: input_ty.unwrap_or_else(|| syn::parse_quote!(())),
