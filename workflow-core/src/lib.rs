@@ -103,6 +103,44 @@ pub mod __private {
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).
     pub static NO_STOP: crate::StopWhen = crate::StopWhen { any: Vec::new() };
+    /// Autoref specialisation: the contract of an entry agent's input if it
+    /// is a handoff, `None` otherwise (`(&ContractProbe(x)).contract_view()`
+    /// with both traits in scope).
+    pub struct ContractProbe<'a, T>(pub &'a T);
+
+    /// The contract of a handoff input.
+    pub trait ContractOfHandoff<'a> {
+        /// `Some` contract.
+        fn contract_view(&self) -> Option<crate::ContractView<'a>>;
+    }
+    impl<'a, T: crate::Handoff> ContractOfHandoff<'a> for ContractProbe<'a, T> {
+        fn contract_view(&self) -> Option<crate::ContractView<'a>> {
+            Some(self.0.contract())
+        }
+    }
+
+    /// No contract for any other input.
+    pub trait ContractOfAnything<'a> {
+        /// `None`.
+        fn contract_view(&self) -> Option<crate::ContractView<'a>>;
+    }
+    impl<'a, T> ContractOfAnything<'a> for &ContractProbe<'a, T> {
+        fn contract_view(&self) -> Option<crate::ContractView<'a>> {
+            None
+        }
+    }
+
+    /// Reads a contract part: used as its `deserialize_with`, so that a
+    /// missing part is an error whatever its type (serde would default an
+    /// `Option`, even one behind a type alias).
+    pub fn required<'de, D, T>(d: D) -> Result<T, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: serde::Deserialize<'de>,
+    {
+        T::deserialize(d)
+    }
+
     /// Asserts at compile time that agent `A` owns authority `Au`.
     pub const fn assert_owns<A: crate::Owns<Au>, Au: crate::Authority>() {}
 }

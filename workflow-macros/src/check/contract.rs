@@ -4,7 +4,10 @@
 use syn::Type;
 
 use crate::ctxt::Ctxt;
-use crate::model::handoff::{DROPPING, Handoff, PARTS, for_each_serde_key};
+use crate::model::handoff::{
+    CONTAINER_SERDE_ALLOWED, DROPPING, Handoff, PART_SERDE_ALLOWED, PARTS, cfg_attr_hides_options,
+    for_each_serde_key,
+};
 
 /// Runs every contract rule.
 pub fn check(cx: &Ctxt, h: &Handoff) {
@@ -70,8 +73,26 @@ fn check_droppable_parts(cx: &Ctxt, h: &Handoff) {
                             "`#[serde({name})]` lets contract part `#[{marker}]` be dropped on the wire; remove it: a missing part must be rejected, never defaulted"
                         ),
                     );
+                } else if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
+                    let name = quote::ToTokens::to_token_stream(key)
+                        .to_string()
+                        .replace(' ', "");
+                    cx.error_spanned_by(
+                        key,
+                        format!(
+                            "`#[serde({name})]` is not allowed on contract part `#[{marker}]`: only `rename` and `alias` are, so that the part is always read and written as declared"
+                        ),
+                    );
                 }
             });
+        }
+        for attr in &p.hidden_attrs {
+            cx.error_spanned_by(
+                attr,
+                format!(
+                    "`cfg_attr` cannot carry serde or schemars options on contract part `#[{marker}]`: the contract rules could not see them; write the options plainly"
+                ),
+            );
         }
     }
 }
@@ -87,8 +108,24 @@ fn check_container(cx: &Ctxt, h: &Handoff) {
                         key,
                         "`#[serde(default)]` on a handoff lets every contract part be dropped on the wire; remove it",
                     );
+                } else if !CONTAINER_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
+                    let name = quote::ToTokens::to_token_stream(key)
+                        .to_string()
+                        .replace(' ', "");
+                    cx.error_spanned_by(
+                        key,
+                        format!(
+                            "`#[serde({name})]` is not allowed on a handoff: it could change what is read or written past the contract rules; remove it (allowed: `rename`, `rename_all`, `deny_unknown_fields`, `expecting`, `bound`)"
+                        ),
+                    );
                 }
             });
+        }
+        if cfg_attr_hides_options(attr) {
+            cx.error_spanned_by(
+                attr,
+                "`cfg_attr` cannot carry serde or schemars options on a handoff: the contract rules could not see them; write the options plainly",
+            );
         }
         if attr.path().is_ident("derive") {
             let _ = attr.parse_nested_meta(|meta| {

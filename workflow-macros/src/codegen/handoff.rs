@@ -10,7 +10,10 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
-use crate::model::handoff::{DROPPING, Handoff, PARTS, serde_has_any};
+use crate::model::handoff::{
+    CONTAINER_SERDE_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS, cfg_attr_hides_options,
+    serde_has_any, serde_has_other,
+};
 
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
 pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
@@ -38,11 +41,14 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
 const OWN_DERIVES: [&str; 3] = ["Serialize", "Deserialize", "JsonSchema"];
 
 /// The struct without what the rules reported: droppable serde options on
-/// parts, a container `#[serde(default)]`, the user's own serde derives.
+/// parts, container options other than names, `cfg_attr`s hiding options,
+/// the user's own serde derives.
 fn cleaned(h: &Handoff) -> syn::ItemStruct {
     let mut item = h.item.clone();
-    item.attrs
-        .retain(|a| !(a.path().is_ident("serde") && serde_has_any(a, &["default"])));
+    item.attrs.retain(|a| {
+        !(a.path().is_ident("serde") && serde_has_other(a, &CONTAINER_SERDE_ALLOWED))
+            && !cfg_attr_hides_options(a)
+    });
     for attr in &mut item.attrs {
         if !attr.path().is_ident("derive") {
             continue;
@@ -71,9 +77,16 @@ fn cleaned(h: &Handoff) -> syn::ItemStruct {
                 .iter()
                 .any(|p| Some(&p.field) == field.ident.as_ref());
             if is_part {
-                field
-                    .attrs
-                    .retain(|a| !(a.path().is_ident("serde") && serde_has_any(a, &DROPPING)));
+                field.attrs.retain(|a| {
+                    !(a.path().is_ident("serde") && serde_has_other(a, &PART_SERDE_ALLOWED))
+                        && !cfg_attr_hides_options(a)
+                });
+                // Required whatever the type: serde reports a missing field
+                // for a `deserialize_with` field instead of defaulting it
+                // (which it would do for an `Option`, even behind an alias).
+                field.attrs.push(syn::parse_quote!(
+                    #[serde(deserialize_with = "::workflow_core::__private::required")]
+                ));
             }
         }
     }

@@ -300,14 +300,24 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
                 ::workflow_core::__private::Option::Some(::workflow_core::__private::Duration::from_millis(#ms));
         }
     });
-    let contract = has_incoming(r, index).then(|| {
-        let view = quote_spanned!(input.span()=> <#input as ::workflow_core::Handoff>::contract(input));
-        quote! {
-            fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::ContractView<'_>> {
-                ::workflow_core::__private::Option::Some(#view)
-            }
+    // An agent that receives handoffs must take one (a compile error
+    // otherwise); the entry's input is checked when it happens to be one.
+    let view = if has_incoming(r, index) {
+        let view =
+            quote_spanned!(input.span()=> <#input as ::workflow_core::Handoff>::contract(input));
+        quote!(::workflow_core::__private::Option::Some(#view))
+    } else {
+        quote! {{
+            #[allow(unused_imports)]
+            use ::workflow_core::__private::{ContractOfAnything as _, ContractOfHandoff as _};
+            (&::workflow_core::__private::ContractProbe(input)).contract_view()
+        }}
+    };
+    let contract = quote! {
+        fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::ContractView<'_>> {
+            #view
         }
-    });
+    };
     let run_body = body_call(a);
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
     let pre = (!a.pre.is_empty()).then(|| {

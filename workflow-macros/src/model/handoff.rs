@@ -51,6 +51,8 @@ pub struct PartField {
     pub ty: Type,
     /// The field's `#[serde(..)]` attributes, to check for droppable parts.
     pub serde_attrs: Vec<syn::Attribute>,
+    /// The field's `#[cfg_attr(..)]` attributes carrying serde options.
+    pub hidden_attrs: Vec<syn::Attribute>,
 }
 
 /// A `#[handoff]` struct.
@@ -111,6 +113,12 @@ impl Handoff {
                 .filter(|a| a.path().is_ident("serde"))
                 .cloned()
                 .collect();
+            let hidden_attrs: Vec<_> = field
+                .attrs
+                .iter()
+                .filter(|a| cfg_attr_hides_options(a))
+                .cloned()
+                .collect();
             for (part, marker) in markers {
                 parts.push(PartField {
                     marker,
@@ -118,11 +126,43 @@ impl Handoff {
                     field: ident.clone(),
                     ty: field.ty.clone(),
                     serde_attrs: serde_attrs.clone(),
+                    hidden_attrs: hidden_attrs.clone(),
                 });
             }
         }
         Ok(Handoff { item, parts })
     }
+}
+
+/// The serde options a contract part may carry: names only.
+pub const PART_SERDE_ALLOWED: [&str; 2] = ["rename", "alias"];
+
+/// The serde options a handoff struct may carry: none that changes what is
+/// read or written (`from`, `into`, `default`, `remote`, ... are refused).
+pub const CONTAINER_SERDE_ALLOWED: [&str; 5] = [
+    "rename",
+    "rename_all",
+    "deny_unknown_fields",
+    "expecting",
+    "bound",
+];
+
+/// Whether a `#[cfg_attr(..)]` carries serde or schemars options, which
+/// the rules could not see.
+pub fn cfg_attr_hides_options(attr: &syn::Attribute) -> bool {
+    attr.path().is_ident("cfg_attr")
+        && quote::ToTokens::to_token_stream(&attr.meta)
+            .into_iter()
+            .any(|tt| matches!(&tt, proc_macro2::TokenTree::Group(g) if g.stream().into_iter().any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "serde" || i == "schemars"))))
+}
+
+/// Whether a `#[serde(..)]` attribute holds a key outside `allowed`.
+pub fn serde_has_other(attr: &syn::Attribute, allowed: &[&str]) -> bool {
+    let mut found = false;
+    for_each_serde_key(attr, |key| {
+        found |= !allowed.iter().any(|k| key.is_ident(k))
+    });
+    found
 }
 
 /// Serde options that let a field be absent or dropped on the wire.
