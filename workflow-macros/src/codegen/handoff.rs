@@ -40,15 +40,19 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
 /// The derives the macro adds itself, removed from the user's list.
 const OWN_DERIVES: [&str; 3] = ["Serialize", "Deserialize", "JsonSchema"];
 
+/// Whether the rules refused `attr` (a serde option outside `allowed`, or a
+/// `cfg_attr` hiding options): it is left out after being reported.
+fn refused(attr: &syn::Attribute, allowed: &[&str]) -> bool {
+    let serde_refused = attr.path().is_ident("serde") && serde_has_other(attr, allowed);
+    serde_refused || cfg_attr_hides_options(attr)
+}
+
 /// The struct without what the rules reported: droppable serde options on
 /// parts, container options other than names, `cfg_attr`s hiding options,
 /// the user's own serde derives.
 fn cleaned(h: &Handoff) -> syn::ItemStruct {
     let mut item = h.item.clone();
-    item.attrs.retain(|a| {
-        !(a.path().is_ident("serde") && serde_has_other(a, &CONTAINER_SERDE_ALLOWED))
-            && !cfg_attr_hides_options(a)
-    });
+    item.attrs.retain(|a| !refused(a, &CONTAINER_SERDE_ALLOWED));
     for attr in &mut item.attrs {
         if !attr.path().is_ident("derive") {
             continue;
@@ -77,10 +81,7 @@ fn cleaned(h: &Handoff) -> syn::ItemStruct {
                 .iter()
                 .any(|p| Some(&p.field) == field.ident.as_ref());
             if is_part {
-                field.attrs.retain(|a| {
-                    !(a.path().is_ident("serde") && serde_has_other(a, &PART_SERDE_ALLOWED))
-                        && !cfg_attr_hides_options(a)
-                });
+                field.attrs.retain(|a| !refused(a, &PART_SERDE_ALLOWED));
                 // Required whatever the type: serde reports a missing field
                 // for a `deserialize_with` field instead of defaulting it
                 // (which it would do for an `Option`, even behind an alias).
