@@ -45,7 +45,14 @@ async fn main() {
             std::process::exit(1);
         }
         Err(aborted) => {
-            for r in aborted.transcript.records() {
+            let records = match aborted.transcript.records() {
+                Ok(records) => records,
+                Err(e) => {
+                    println!("unexpected: {e}");
+                    std::process::exit(1);
+                }
+            };
+            for r in records {
                 println!("#{} {} -> {} {:?}", r.seq, r.from, r.to, r.receipt);
             }
             println!("stopped by the bound: {}", aborted.error);

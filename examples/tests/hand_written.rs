@@ -22,6 +22,7 @@ struct Seen {
 
 fn seen(t: &Transcript) -> Vec<Seen> {
     t.records()
+        .expect("the records read back")
         .into_iter()
         .map(|r: TransferRecord| Seen {
             seq: r.seq,

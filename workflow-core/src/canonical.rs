@@ -9,8 +9,11 @@
 //! Two shapes of serde's data model would not read back that way: a unit
 //! struct (MessagePack writes `[]`, JSON `null`) and a 128-bit integer
 //! (MessagePack has none). [`Faithful`] writes a unit struct as `nil`, and a
-//! 128-bit integer as a 64-bit one when it fits; one that does not fit makes
-//! the record fall back to JSON for that payload. Nothing is approximated.
+//! 128-bit integer as a 64-bit one when it fits. A payload that holds a
+//! wider integer, a map key JSON cannot hold, or one of serde_json's own
+//! private types (`arbitrary_precision` numbers, `RawValue`) is recorded as
+//! JSON instead, by serde_json itself (which refuses a bad key). Nothing is
+//! approximated.
 
 use serde::ser::{self, Serialize, Serializer};
 
@@ -24,7 +27,11 @@ pub(crate) enum Format {
 }
 
 /// The message of the error that makes a payload fall back to JSON.
-const NOT_64_BIT: &str = "a 128-bit integer beyond the 64-bit range";
+const NOT_FAITHFUL: &str = "a value MessagePack would not read back as serde_json writes it";
+
+/// serde_json's private names (`arbitrary_precision` numbers, `RawValue`):
+/// only serde_json itself writes those right.
+const SERDE_JSON_PRIVATE: &str = "$serde_json::private::";
 
 /// Appends the canonical encoding of `payload` to `buf`.
 pub(crate) fn encode<P: Serialize + ?Sized>(
@@ -37,7 +44,7 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
         .with_human_readable();
     match payload.serialize(Faithful(&mut ser)) {
         Ok(()) => Ok(Format::MsgPack),
-        Err(e) if e.to_string() == NOT_64_BIT => {
+        Err(e) if e.to_string() == NOT_FAITHFUL => {
             buf.truncate(start);
             match serde_json::to_writer(&mut *buf, payload) {
                 Ok(()) => Ok(Format::Json),
@@ -71,6 +78,18 @@ pub(crate) fn to_json(format: Format, bytes: &[u8]) -> Result<String, String> {
 /// A serializer that passes everything to `S` but the two shapes that would
 /// not read back as serde_json writes them (see the module docs).
 struct Faithful<S>(S);
+
+/// A one-entry map with key `k`, to ask serde_json whether it takes the key.
+struct KeyProbe<'a, T: ?Sized>(&'a T);
+
+impl<T: Serialize + ?Sized> Serialize for KeyProbe<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(self.0, &())?;
+        map.end()
+    }
+}
 
 /// A value whose serialization goes through [`Faithful`] too.
 struct Nested<'a, T: ?Sized>(&'a T);
@@ -123,14 +142,14 @@ impl<S: Serializer> Serializer for Faithful<S> {
     fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
         match i64::try_from(v) {
             Ok(v) => self.0.serialize_i64(v),
-            Err(_) => Err(ser::Error::custom(NOT_64_BIT)),
+            Err(_) => Err(ser::Error::custom(NOT_FAITHFUL)),
         }
     }
 
     fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
         match u64::try_from(v) {
             Ok(v) => self.0.serialize_u64(v),
-            Err(_) => Err(ser::Error::custom(NOT_64_BIT)),
+            Err(_) => Err(ser::Error::custom(NOT_FAITHFUL)),
         }
     }
 
@@ -165,6 +184,9 @@ impl<S: Serializer> Serializer for Faithful<S> {
         name: &'static str,
         v: &T,
     ) -> Result<S::Ok, S::Error> {
+        if name.starts_with(SERDE_JSON_PRIVATE) {
+            return Err(ser::Error::custom(NOT_FAITHFUL));
+        }
         self.0.serialize_newtype_struct(name, &Nested(v))
     }
 
@@ -216,6 +238,9 @@ impl<S: Serializer> Serializer for Faithful<S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
+        if name.starts_with(SERDE_JSON_PRIVATE) {
+            return Err(ser::Error::custom(NOT_FAITHFUL));
+        }
         self.0.serialize_struct(name, len).map(Faithful)
     }
 
@@ -260,6 +285,11 @@ impl<S: ser::SerializeMap> ser::SerializeMap for Faithful<S> {
     type Ok = S::Ok;
     type Error = S::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), S::Error> {
+        // A key JSON cannot hold (a tuple, a struct) is kept by MessagePack
+        // but could not be read back as JSON: let serde_json decide.
+        if serde_json::to_writer(std::io::sink(), &KeyProbe(k)).is_err() {
+            return Err(ser::Error::custom(NOT_FAITHFUL));
+        }
         self.0.serialize_key(&Nested(k))
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {

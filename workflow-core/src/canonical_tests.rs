@@ -111,3 +111,33 @@ fn a_wide_integer_falls_back_to_json() {
         serde_json::to_string(&value).expect("serializes")
     );
 }
+
+/// A map key JSON cannot hold is refused, as serde_json refuses it, instead
+/// of being recorded in a form that cannot be read back.
+#[test]
+fn a_map_key_json_cannot_hold_is_refused() {
+    let value = BTreeMap::from([((1u8, 2u8), 3u8)]);
+    let mut buf = vec![7];
+    let error = encode(&mut buf, &value).expect_err("serde_json refuses tuple keys");
+    assert!(error.contains("key must be a string"), "{error}");
+    assert_eq!(buf, [7], "nothing half-written is left");
+}
+
+/// serde_json's own `RawValue` is recorded as JSON, exactly.
+#[test]
+fn serde_json_private_types_are_recorded_as_json() {
+    #[derive(Serialize)]
+    struct WithRaw<'a> {
+        raw: &'a serde_json::value::RawValue,
+    }
+    let raw =
+        serde_json::value::RawValue::from_string(r#"{"k": 7}"#.to_owned()).expect("valid JSON");
+    let value = WithRaw { raw: &raw };
+    let mut buf = Vec::new();
+    let format = encode(&mut buf, &value).expect("encodes");
+    assert_eq!(format, Format::Json);
+    assert_eq!(
+        to_json(format, &buf).expect("decodes"),
+        serde_json::to_string(&value).expect("serializes")
+    );
+}

@@ -59,7 +59,7 @@ pub use executor::{
 };
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
 pub use manifest::Manifest;
-pub use record::{Endpoint, Receipt, RejectReason, Transcript, TransferRecord};
+pub use record::{Endpoint, Receipt, RecordError, RejectReason, Transcript, TransferRecord};
 pub use schema::{Drift, SchemaSet};
 
 #[cfg(feature = "macros")]

@@ -148,6 +148,22 @@ pub struct TransferRecord {
     pub at_us: u64,
 }
 
+/// A record that cannot be given back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// There is no record with this sequence number.
+    #[error("no record #{0}")]
+    NoSuchRecord(usize),
+    /// The recorded bytes could not be decoded (a bug: please report it).
+    #[error("record #{seq} could not be decoded: {error}")]
+    Undecodable {
+        /// The record's sequence number.
+        seq: usize,
+        /// The decoder's message.
+        error: String,
+    },
+}
+
 /// A record as kept during a run: compact, payload bytes in a shared buffer.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
@@ -216,16 +232,22 @@ impl Transcript {
 
     /// The `i`th transfer's payload as JSON text: the same text
     /// `serde_json::to_string` gives for the value that was handed over.
-    pub fn payload(&self, i: usize) -> Option<String> {
-        let format = self.entries.get(i)?.format;
-        crate::canonical::to_json(format, self.payload_bytes(i)?).ok()
+    pub fn payload(&self, i: usize) -> Result<String, RecordError> {
+        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
+        let bytes = self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?;
+        crate::canonical::to_json(e.format, bytes)
+            .map_err(|error| RecordError::Undecodable { seq: i, error })
     }
 
     /// The `i`th transfer, as a self-contained record.
-    pub fn record(&self, i: usize) -> Option<TransferRecord> {
-        let e = self.entries.get(i)?;
-        let edge = self.graph.edges.get(e.edge as usize)?;
-        Some(TransferRecord {
+    pub fn record(&self, i: usize) -> Result<TransferRecord, RecordError> {
+        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
+        let edge = self
+            .graph
+            .edges
+            .get(e.edge as usize)
+            .ok_or(RecordError::NoSuchRecord(i))?;
+        Ok(TransferRecord {
             run_id: self.run_id,
             seq: i as u32,
             hop: e.hop,
@@ -233,14 +255,15 @@ impl Transcript {
             to: self.graph.endpoint(edge.to),
             payload_type: Cow::Borrowed(edge.payload),
             payload: self.payload(i)?,
-            receipt: self.receipt(i)?,
+            receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
             at_us: e.at_us,
         })
     }
 
-    /// All transfers, as self-contained records.
-    pub fn records(&self) -> Vec<TransferRecord> {
-        (0..self.len()).filter_map(|i| self.record(i)).collect()
+    /// All transfers, as self-contained records; the first that cannot be
+    /// read back is an error, never a gap.
+    pub fn records(&self) -> Result<Vec<TransferRecord>, RecordError> {
+        (0..self.len()).map(|i| self.record(i)).collect()
     }
 
     /// The receipt of the `i`th transfer.
@@ -258,7 +281,14 @@ impl Transcript {
 impl fmt::Display for Transcript {
     /// One line per transfer: `#seq hop from -> to [receipt] payload`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for r in self.records() {
+        for i in 0..self.len() {
+            let r = match self.record(i) {
+                Ok(r) => r,
+                Err(e) => {
+                    writeln!(f, "#{i} {e}")?;
+                    continue;
+                }
+            };
             let receipt = match &r.receipt {
                 Receipt::Pending => "pending".to_owned(),
                 Receipt::Accepted => "accepted".to_owned(),

@@ -370,6 +370,7 @@ fn new_flow() -> (flow::Workflow, Arc<Counters>) {
 /// `(from, to, receipt)` of every record.
 fn route(t: &Transcript) -> Vec<(String, String, Receipt)> {
     t.records()
+        .expect("the records read back")
         .into_iter()
         .map(|r| (r.from.to_string(), r.to.to_string(), r.receipt))
         .collect()
@@ -410,13 +411,13 @@ async fn a_run_records_every_transfer_accepted() {
             hop("checker", "END", Accepted),
         ]
     );
-    let records = t.records();
+    let records = t.records().expect("the records read back");
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.seq as usize, i);
         // Each transfer happens after exactly `i` turns.
         assert_eq!(r.hop as usize, i, "record {i}");
         assert_eq!(r.run_id, t.run_id());
-        assert_eq!(Some(r.payload.clone()), t.payload(i));
+        assert_eq!(Ok(r.payload.clone()), t.payload(i));
         assert_eq!(t.receipt(i), Some(Accepted));
     }
     let types: Vec<&str> = records.iter().map(|r| &*r.payload_type).collect();
@@ -956,12 +957,12 @@ async fn max_hops_is_the_bound_of_the_loops() {
             reason: RejectReason::LoopBound { bound: 4 },
         }
     );
-    let last = aborted.transcript.records().pop().unwrap();
+    let last = aborted.transcript.records().unwrap().pop().unwrap();
     assert_eq!(last.hop, pingpong::MAX_HOPS);
     // A run that needs every allowed turn ends within the bound.
     let done = wf.run(pingpong::serve(0, 5)).await.expect("five hits");
     assert_eq!(done.output, 5);
-    assert_eq!(done.transcript.records().last().unwrap().hop, 10);
+    assert_eq!(done.transcript.records().unwrap().last().unwrap().hop, 10);
 
     // A declared `max_hops` lower than the computed bound (2) is the cap.
     assert_eq!(capped::MAX_HOPS, 1);

@@ -511,7 +511,7 @@ async fn records_receipts_and_payloads_of_real_runs_validate() {
     let manifest = billing::Workflow::manifest();
     let mut validated_payloads = 0;
     for t in transcripts {
-        for record in t.records() {
+        for record in t.records().expect("the records read back") {
             let value = serde_json::to_value(&record).unwrap();
             assert!(agree::<TransferRecord>(&records_v, &value), "{value}");
             let receipt = serde_json::to_value(&record.receipt).unwrap();
