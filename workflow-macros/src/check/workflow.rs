@@ -22,6 +22,7 @@ pub struct Resolved {
 /// built (even if other rules failed, so all errors are reported at once).
 pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     check_output(cx, wf);
+    check_public_types(cx, wf);
     check_agent_names(cx, wf);
     check_tools(cx, wf);
     check_role_overlap(cx, wf);
@@ -45,6 +46,14 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     }
     check_unbounded_loops(cx, wf, &graph, &edge_tokens);
     let computed = graph.max_hops().unwrap_or(0);
+    if computed > u64::from(u32::MAX) {
+        cx.error_spanned_by(
+            &wf.name,
+            format!(
+                "the computed bound on agent turns ({computed}) does not fit in a u32; lower the loop bounds (`max = N`)"
+            ),
+        );
+    }
     let declared = wf
         .args
         .max_hops
@@ -98,10 +107,53 @@ fn check_output(cx: &Ctxt, wf: &Workflow) {
     }
 }
 
+/// Types of the module that appear in generated public items (`Next`,
+/// `State`, the tool types) must be `pub`.
+fn check_public_types(cx: &Ctxt, wf: &Workflow) {
+    struct Private<'w>(&'w [Ident], Vec<&'w Ident>, Vec<Ident>);
+    impl<'a> syn::visit::Visit<'a> for Private<'_> {
+        fn visit_path(&mut self, path: &'a syn::Path) {
+            if path.segments.len() == 1
+                && let Some(found) = self.0.iter().find(|p| **p == path.segments[0].ident)
+            {
+                self.1.push(found);
+                self.2.push(path.segments[0].ident.clone());
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut used: Vec<&syn::Type> = wf.agents.iter().map(|a| &a.input_ty).collect();
+    used.extend(wf.args.output.iter());
+    used.extend(wf.tools.iter().flat_map(|t| [&t.input_ty, &t.output_ty]));
+    let mut reported: Vec<String> = Vec::new();
+    for ty in used {
+        let mut private = Private(&wf.private_types, Vec::new(), Vec::new());
+        syn::visit::Visit::visit_type(&mut private, ty);
+        for (decl, _use) in private.1.into_iter().zip(private.2) {
+            let name = decl.to_string();
+            if reported.contains(&name) {
+                continue;
+            }
+            reported.push(name.clone());
+            cx.error_spanned_by(
+                decl,
+                format!("`{name}` must be `pub`: it is carried by the workflow's generated public types (`Next`, `State`, the tools); write `pub struct {name}` (the module itself may stay private)"),
+            );
+        }
+    }
+}
+
 /// An agent named `end` would collide with the `End` variant. (Two agents
 /// with one name are reported while the model is built.)
 fn check_agent_names(cx: &Ctxt, wf: &Workflow) {
     for a in &wf.agents {
+        let name = a.name.to_string();
+        if ["tools", "authority"].contains(&name.as_str()) {
+            cx.error_spanned_by(
+                &a.name,
+                format!("an agent cannot be named `{name}`: `{name}` is a module the workflow generates; rename it"),
+            );
+        }
         if crate::codegen::camel(&a.name) == "End" {
             cx.error_spanned_by(
                 &a.name,
@@ -280,9 +332,10 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
             if let Some(e) = &t.bad_bound {
                 cx.syn_error(e.clone());
             }
+            // (Counted as 1 in the bound on hops, which it must not inflate.)
             let bound = match (&t.bound, &t.bad_bound) {
-                (Some(b), _) => Some(b.base10_parse::<u32>().unwrap_or(u32::MAX)),
-                (None, Some(_)) => Some(u32::MAX),
+                (Some(b), _) => Some(b.base10_parse::<u32>().unwrap_or(1)),
+                (None, Some(_)) => Some(1),
                 (None, None) => None,
             };
             let to = if name == "END" {

@@ -37,6 +37,46 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
     }
 }
 
+/// Reports and removes the user's own serde/schemars derives from `item`
+/// (`owner` names the attribute that derives them itself).
+pub fn without_own_derives(
+    cx: &crate::ctxt::Ctxt,
+    mut item: syn::ItemStruct,
+    owner: &str,
+) -> syn::ItemStruct {
+    for attr in &mut item.attrs {
+        if !attr.path().is_ident("derive") {
+            continue;
+        }
+        let Ok(paths) =
+            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let own = |p: &syn::Path| {
+            p.segments
+                .last()
+                .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
+        };
+        for p in paths.iter().filter(|p| own(p)) {
+            let name = p
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            cx.error_spanned_by(
+                p,
+                format!("`{owner}` derives `{name}` itself; remove it from `#[derive(..)]`"),
+            );
+        }
+        let kept: Vec<&syn::Path> = paths.iter().filter(|p| !own(p)).collect();
+        if kept.len() != paths.len() {
+            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+        }
+    }
+    item
+}
+
 /// The derives the macro adds itself, removed from the user's list.
 const OWN_DERIVES: [&str; 3] = ["Serialize", "Deserialize", "JsonSchema"];
 

@@ -24,13 +24,34 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
         items,
         ..
     } = wf;
-    let authority = authorities(wf);
-    let tools = tools(wf);
-    let agents = wf
-        .agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| agent(wf, r, i, a));
+    let (authority_items, tool_items) = (authorities(wf), tools(wf));
+    // An agent named like a generated module (reported) gets that module's
+    // items in its own module, so nothing else breaks.
+    let named = |n: &str| wf.agents.iter().any(|a| a.name == n);
+    let authority = (!named("authority")).then(|| {
+        quote! {
+            /// The authorities of this workflow, one type each.
+            pub mod authority {
+                #authority_items
+            }
+        }
+    });
+    let tools = (!named("tools")).then(|| {
+        quote! {
+            /// The tools of this workflow, one type each.
+            pub mod tools {
+                #tool_items
+            }
+        }
+    });
+    let agents = wf.agents.iter().enumerate().map(|(i, a)| {
+        let extra = match a.name.to_string().as_str() {
+            "authority" => authority_items.clone(),
+            "tools" => tool_items.clone(),
+            _ => TokenStream::new(),
+        };
+        agent(wf, r, i, a, extra)
+    });
     let spec = spec(wf, r);
     let aliases = aliases(wf);
     let assertions = ownership_assertions(wf, r);
@@ -98,7 +119,7 @@ fn authorities(wf: &Workflow) -> TokenStream {
     let mut seen = std::collections::HashSet::new();
     let owned = wf.agents.iter().flat_map(|a| &a.args.owns);
     let markers = owned.filter(|o| seen.insert(o.to_string())).map(|o| {
-        let text = o.to_string();
+        let text = o.unraw().to_string();
         let doc = format!("The authority `{text}`.");
         quote! {
             #[doc = #doc]
@@ -109,18 +130,13 @@ fn authorities(wf: &Workflow) -> TokenStream {
             }
         }
     });
-    quote! {
-        /// The authorities of this workflow, one type each.
-        pub mod authority {
-            #(#markers)*
-        }
-    }
+    quote!(#(#markers)*)
 }
 
 fn tools(wf: &Workflow) -> TokenStream {
     let tools = wf.tools.iter().map(|t| {
         let name = &t.name;
-        let text = name.to_string();
+        let text = name.unraw().to_string();
         let doc = format!("The tool `{text}`: pass it to `cx.call`.");
         let hidden = &t.hidden;
         let (input_alias, output_alias) = (tool_input_alias(t), tool_output_alias(t));
@@ -142,6 +158,7 @@ fn tools(wf: &Workflow) -> TokenStream {
         quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default)]
+            #[allow(non_camel_case_types)]
             pub struct #name;
             impl ::workflow_core::Tool<super::Spec> for #name {
                 const NAME: &'static str = #text;
@@ -159,13 +176,7 @@ fn tools(wf: &Workflow) -> TokenStream {
             }
         }
     });
-    quote! {
-        /// The tools of this workflow, one type each.
-        #[allow(non_camel_case_types)]
-        pub mod tools {
-            #(#tools)*
-        }
-    }
+    quote!(#(#tools)*)
 }
 
 /// The future of an agent's body. A malformed agent (reported already)
@@ -226,7 +237,7 @@ fn conditions(
     }
 }
 
-fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
+fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent, extra: TokenStream) -> TokenStream {
     let name = &a.name;
     let input = &a.input_ty;
     let index_u16 = index as u16;
@@ -366,6 +377,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
             }
             /// What the agent sees during its turn.
             pub type Context<'x> = ::workflow_core::Context<'x, super::Spec, Agent>;
+            #extra
         }
 
         #(#owns)*
@@ -403,7 +415,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent) -> TokenStream {
 }
 
 fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
-    let wf_name = wf.name.to_string();
+    let wf_name = wf.name.unraw().to_string();
     let entry = &wf.agents[r.graph.entry];
     let entry_v = entry.variant.clone();
     let input = &entry.input_ty;
@@ -545,12 +557,12 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         quote!(&[#(#items),*])
     };
     let agents = wf.agents.iter().map(|a| {
-        let name = a.name.to_string();
+        let name = a.name.unraw().to_string();
         let ty = &a.input_ty;
         let input = type_text(ty);
         let input_schema = schema_name(quote!(#ty));
-        let owns = a.args.owns.iter().map(|o| o.to_string());
-        let tools = a.args.tools.iter().map(|t| t.to_string());
+        let owns = a.args.owns.iter().map(|o| o.unraw().to_string());
+        let tools = a.args.tools.iter().map(|t| t.unraw().to_string());
         let timeout = match a
             .args
             .timeout_ms
@@ -613,13 +625,13 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         }
     });
     let tools = wf.tools.iter().map(|t| {
-        let name = t.name.to_string();
+        let name = t.name.unraw().to_string();
         let (i, o) = (&t.input_ty, &t.output_ty);
         let (it, ot) = (type_text(i), type_text(o));
         let (is, os) = (schema_name(quote!(#i)), schema_name(quote!(#o)));
         let needs = match &t.needs {
             Some(n) => {
-                let n = n.to_string();
+                let n = n.unraw().to_string();
                 quote!(::workflow_core::__private::Option::Some(#n))
             }
             None => quote!(::workflow_core::__private::Option::None),
@@ -628,7 +640,7 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             ::workflow_core::ToolInfo { name: #name, input: #it, input_schema: #is, output: #ot, output_schema: #os, needs: #needs }
         }
     });
-    let name = wf.name.to_string();
+    let name = wf.name.unraw().to_string();
     let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
     quote! {
         ::workflow_core::Graph {

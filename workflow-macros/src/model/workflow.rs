@@ -56,16 +56,51 @@ pub struct Workflow {
     /// Names of the `#[handoff]` structs declared in the module.
     pub handoffs: Vec<Ident>,
     pub invariants: Option<Ident>,
+    /// Structs and enums declared in the module without `pub`.
+    pub private_types: Vec<Ident>,
+}
+
+/// Whether `attr` is `#[name]`, also written `#[workflow_core::name]`.
+fn is_attr(attr: &syn::Attribute, name: &str) -> bool {
+    let path = attr.path();
+    path.is_ident(name)
+        || (path.segments.len() == 2
+            && path.segments[0].ident == "workflow_core"
+            && path.segments[1].ident == name)
 }
 
 fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
-    attrs.iter().any(|a| a.path().is_ident(name))
+    attrs.iter().any(|a| is_attr(a, name))
 }
 
 fn take_attrs(attrs: &mut Vec<syn::Attribute>, name: &str) -> Vec<syn::Attribute> {
-    let (taken, kept) = attrs.drain(..).partition(|a| a.path().is_ident(name));
+    let (taken, kept) = attrs.drain(..).partition(|a| is_attr(a, name));
     *attrs = kept;
     taken
+}
+
+/// An input or output that borrows cannot cross a seam: it is recorded and
+/// may outlive the turn. Reports `ty` if it holds a reference or lifetime
+/// (other than `'static`), and says whether it is owned.
+fn check_owned(cx: &Ctxt, ty: &Type, what: &str) -> bool {
+    struct Borrows(bool);
+    impl<'a> syn::visit::Visit<'a> for Borrows {
+        fn visit_type_reference(&mut self, _: &'a syn::TypeReference) {
+            self.0 = true;
+        }
+        fn visit_lifetime(&mut self, l: &'a syn::Lifetime) {
+            self.0 |= l.ident != "static";
+        }
+    }
+    let mut borrows = Borrows(false);
+    syn::visit::Visit::visit_type(&mut borrows, ty);
+    if borrows.0 {
+        cx.error_spanned_by(
+            ty,
+            format!("{what} must be an owned type: it crosses a seam and is recorded, so it cannot borrow; use an owned type (`String` for `&str`)"),
+        );
+    }
+    !borrows.0
 }
 
 impl Workflow {
@@ -88,7 +123,18 @@ impl Workflow {
             tools: Vec::new(),
             handoffs: Vec::new(),
             invariants: None,
+            private_types: Vec::new(),
         };
+        for item in &content {
+            let (vis, ident) = match item {
+                Item::Struct(i) => (&i.vis, &i.ident),
+                Item::Enum(i) => (&i.vis, &i.ident),
+                _ => continue,
+            };
+            if !matches!(vis, syn::Visibility::Public(_)) {
+                wf.private_types.push(ident.clone());
+            }
+        }
         for item in content {
             match item {
                 Item::Struct(mut s) if has_attr(&s.attrs, "handoff") => {
@@ -110,6 +156,7 @@ impl Workflow {
                     } else {
                         wf.invariants = Some(s.ident.clone());
                     }
+                    let s = codegen::handoff::without_own_derives(cx, s, "#[invariants]");
                     let derives = codegen::handoff::derives(&s, false);
                     wf.items.push(quote::quote!(#derives #s));
                 }
@@ -237,7 +284,14 @@ fn typed_arg(arg: &FnArg) -> Option<(&Pat, &Type)> {
 
 fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
     let mut args = AgentArgs::default();
-    for a in take_attrs(&mut f.attrs, "agent") {
+    for (i, a) in take_attrs(&mut f.attrs, "agent").into_iter().enumerate() {
+        if i > 0 {
+            cx.error_spanned_by(
+                &a,
+                "an agent has one `#[agent(..)]` attribute; merge them into one",
+            );
+            continue;
+        }
         if let syn::Meta::List(list) = &a.meta {
             args = AgentArgs::parse_all(cx, list.tokens.clone());
         }
@@ -287,6 +341,11 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
             "an agent takes exactly two arguments (input, context); remove this one",
         );
     }
+    let owned = input
+        .is_none_or(|(_, ty)| check_owned(cx, ty, &format!("the input of agent `{}`", sig.ident)));
+    // A borrowed input (reported) is replaced by `()` below: the agent is not
+    // called, so no lifetime error follows.
+    let input = input.filter(|_| owned);
     // A malformed agent stays in the model, so that the graph and the
     // generated names exist and no other error follows from this one.
     Some(Agent {
@@ -345,11 +404,23 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
             format!("tool `{}` has the wrong shape: {what}; {shape}", sig.ident),
         );
     }
+    let mut owned = true;
+    for (ty, what) in [(&input_ty, "input"), (&output_ty, "output")] {
+        if let Some(ty) = ty {
+            owned &= check_owned(cx, ty, &format!("the {what} of tool `{}`", sig.ident));
+        }
+    }
+    // A borrowing tool (reported) gets `()` types and is not called.
+    let (input_ty, output_ty) = if owned {
+        (input_ty, output_ty)
+    } else {
+        (None, None)
+    };
     Some(Tool {
         name: sig.ident.clone(),
         hidden: syn::Ident::new(&format!("__tool_{}", sig.ident.unraw()), sig.ident.span()),
         is_async: sig.asyncness.is_some(),
-        callable: what.is_none(),
+        callable: what.is_none() && owned,
         input_ty: input_ty.unwrap_or_else(|| syn::parse_quote!(())),
         output_ty: output_ty.unwrap_or_else(|| syn::parse_quote!(())),
         needs: args.needs,
