@@ -10,6 +10,7 @@ use crate::record::{RejectReason, Transcript};
 #[error("{reason}")]
 pub struct Reject {
     reason: Cow<'static, str>,
+    tool: Option<ToolError>,
 }
 
 impl Reject {
@@ -17,7 +18,13 @@ impl Reject {
     pub fn because(reason: impl Into<Cow<'static, str>>) -> Self {
         Reject {
             reason: reason.into(),
+            tool: None,
         }
+    }
+
+    /// The tool error the refusal came from, if it came from one.
+    pub fn tool_error(&self) -> Option<&ToolError> {
+        self.tool.as_ref()
     }
 
     /// The reason.
@@ -27,8 +34,13 @@ impl Reject {
 }
 
 impl From<ToolError> for Reject {
+    /// The refusal of an agent whose tool failed (`?` on `cx.call`): the
+    /// tool's error is kept, see [`Reject::tool_error`].
     fn from(e: ToolError) -> Self {
-        Reject::because(e.to_string())
+        Reject {
+            reason: Cow::Owned(e.to_string()),
+            tool: Some(e),
+        }
     }
 }
 

@@ -352,13 +352,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 });
             }
         };
+        // Offsets are u32 to keep entries small: a run's records are capped
+        // at 4 GiB of payload bytes rather than silently wrapped.
+        let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
+            t.bytes.truncate(start);
+            return Err(RunError::Encode {
+                from: W::GRAPH.node_name(info.from),
+                to: W::GRAPH.node_name(info.to),
+                error: "the run's records exceed 4 GiB of payload bytes".into(),
+            });
+        };
         t.entries.push(Entry {
             hop: self.hops,
             edge,
             status,
             format,
-            start: start as u32,
-            end: t.bytes.len() as u32,
+            start,
+            end,
             at_us: self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
         });
         Ok(())
@@ -550,6 +560,12 @@ impl<'x, W: Workflow> Session<'x, W> {
         &self.run.transcript
     }
 
+    /// The transcript of the run so far, whatever state it is in (after
+    /// [`Step::Finished`], an error, or midway).
+    pub fn into_transcript(self) -> Transcript {
+        self.run.transcript
+    }
+
     /// Runs the remaining turns to the end.
     pub async fn finish(self) -> Result<Completed<W::Output>, Aborted> {
         let Session { mut run, state } = self;
@@ -624,6 +640,10 @@ impl<W: Workflow> Executor<W> {
 
     /// Runs to the end: the output, or the error that stopped the run; both
     /// with the transcript of every transfer.
+    ///
+    /// An agent with `timeout_ms` needs a tokio runtime with its time driver
+    /// (`#[tokio::main]`, or `Builder::enable_time`/`enable_all`); without
+    /// one, tokio panics when the timeout starts.
     pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
         self.start(input).finish().await
     }
