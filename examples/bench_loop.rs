@@ -18,7 +18,24 @@ async fn main() {
         }
     };
     let (rounds, runs) = (parse(1, 10) as u32, parse(2, 20_000));
-    let wf = counter::Workflow::new((), ());
+    // `bench_loop ROUNDS RUNS sqlite`: every transition committed to an
+    // SQLite ledger file (durable), to compare with LangGraph's checkpointer.
+    let durable = args.get(3).map(String::as_str) == Some("sqlite");
+    let mut wf = counter::Workflow::new((), ());
+    let name = if durable {
+        let path = std::env::temp_dir().join(format!("bench_loop-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        match workflow_core::ledger::SqliteLedger::open(&path) {
+            Ok(ledger) => wf = wf.with_ledger(std::sync::Arc::new(ledger)),
+            Err(e) => {
+                eprintln!("cannot open {}: {e}", path.display());
+                std::process::exit(2);
+            }
+        }
+        "workflow-core-sqlite"
+    } else {
+        "workflow-core"
+    };
     // Warm up (allocator, caches) before timing, as a long-running service would be.
     for _ in 0..runs / 10 {
         if wf.run(rounds).await.is_err() {
@@ -45,7 +62,7 @@ async fn main() {
     let dt = start.elapsed().as_secs_f64();
     assert_eq!(records as u64, transitions + runs);
     println!(
-        "workflow-core: {transitions} transitions in {dt:.3}s = {:.2} us/transition",
+        "{name}: {transitions} transitions in {dt:.3}s = {:.2} us/transition",
         dt / transitions as f64 * 1e6
     );
 }

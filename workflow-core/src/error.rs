@@ -118,6 +118,10 @@ pub enum RunError {
     /// order (generated workflows never do): what was wrong.
     #[error("the runtime was driven out of order: {0}")]
     Protocol(String),
+    /// The ledger could not store a record; the run stopped before any
+    /// agent worked on the unrecorded transfer.
+    #[error("the ledger could not store a record: {0}")]
+    Ledger(String),
     /// A `Session::step` future was dropped before its turn completed: the
     /// run cannot go on (the agent's input went with the dropped turn).
     #[error("the run was interrupted: a step was cancelled before its turn completed")]

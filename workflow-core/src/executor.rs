@@ -242,6 +242,9 @@ pub struct Runtime<'x, W: Workflow> {
     clock: &'static quanta::Clock,
     started: u64,
     transcript: Transcript,
+    ledger: Option<&'x dyn crate::ledger::Ledger>,
+    /// The hash of the last record committed to the ledger.
+    prev_hash: String,
 }
 
 /// The name of agent `index` of `W` (`?` for an index a hand-written
@@ -250,7 +253,25 @@ fn agent_name<W: Workflow>(index: u16) -> &'static str {
     W::GRAPH.agents.get(index as usize).map_or("?", |a| a.name)
 }
 
-static RUN_IDS: AtomicU64 = AtomicU64::new(1);
+static RUN_IDS: AtomicU64 = AtomicU64::new(0);
+
+/// A run id unique across processes sharing a ledger: seeded once from the
+/// clock and the process id, then counted up.
+fn next_run_id() -> u64 {
+    let id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
+    if id != 0 {
+        return id;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let seed = (now << 12) ^ u64::from(std::process::id());
+    // Whoever loses the race takes the next number of the winner's seed.
+    match RUN_IDS.compare_exchange(1, seed.max(2), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => seed.max(2) - 1,
+        Err(_) => RUN_IDS.fetch_add(1, Ordering::Relaxed),
+    }
+}
 
 /// The clock records are timed with: calibrated once, then read from the
 /// CPU's counter (a few ns, against ~25 ns for `Instant::now`).
@@ -260,7 +281,12 @@ fn clock() -> &'static quanta::Clock {
 }
 
 impl<'x, W: Workflow> Runtime<'x, W> {
-    fn new(root: &'x W::Root, deps: &'x W::Deps, max_hops: u32) -> Self {
+    fn new(
+        root: &'x W::Root,
+        deps: &'x W::Deps,
+        max_hops: u32,
+        ledger: Option<&'x dyn crate::ledger::Ledger>,
+    ) -> Self {
         Runtime {
             root,
             deps,
@@ -269,8 +295,33 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             edge_uses: vec![0; W::GRAPH.edges.len()].into_boxed_slice(),
             clock: clock(),
             started: clock().raw(),
-            transcript: Transcript::new(RUN_IDS.fetch_add(1, Ordering::Relaxed), W::GRAPH),
+            transcript: Transcript::new(next_run_id(), W::GRAPH),
+            ledger,
+            prev_hash: String::new(),
         }
+    }
+
+    /// Commits the last record to the ledger, if there is one: called once
+    /// its receipt is decided, before the receiver's body runs.
+    fn commit_last(&mut self) -> Result<(), RunError> {
+        let Some(ledger) = self.ledger else {
+            return Ok(());
+        };
+        let i = self.transcript.len().saturating_sub(1);
+        let prev = if i == 0 {
+            crate::ledger::GENESIS
+        } else {
+            self.prev_hash.as_str()
+        };
+        let record = self
+            .transcript
+            .ledger_record(i, prev)
+            .map_err(|e| RunError::Ledger(e.to_string()))?;
+        ledger
+            .append(&record)
+            .map_err(|e| RunError::Ledger(e.to_string()))?;
+        self.prev_hash = record.hash;
+        Ok(())
     }
 
     /// The transfers recorded so far.
@@ -311,7 +362,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Records the transfer of the workflow output over edge `edge` to `END`.
     pub fn end<P: Serialize>(&mut self, edge: u16, output: &P) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
-        self.record(edge, info, output, Status::Accepted)
+        self.record(edge, info, output, Status::Accepted)?;
+        self.commit_last()
     }
 
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
@@ -385,10 +437,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         entry.status = Status::Rejected;
         t.rejection = Some(reason.clone());
-        RunError::Rejected {
+        let error = RunError::Rejected {
             from: W::GRAPH.node_name(edge.from),
             to: W::GRAPH.node_name(edge.to),
             reason,
+        };
+        // A rejection the ledger could not keep is reported as that.
+        match self.commit_last() {
+            Ok(()) => error,
+            Err(ledger) => ledger,
         }
     }
 
@@ -441,6 +498,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(last) = self.transcript.entries.last_mut() {
             last.status = Status::Accepted;
         }
+        self.commit_last()?;
         self.hops += 1;
         Ok(cx)
     }
@@ -602,6 +660,7 @@ pub struct Executor<W: Workflow> {
     root: W::Root,
     deps: W::Deps,
     max_hops: u32,
+    ledger: Option<std::sync::Arc<dyn crate::ledger::Ledger>>,
 }
 
 impl<W: Workflow> Executor<W> {
@@ -612,7 +671,17 @@ impl<W: Workflow> Executor<W> {
             root,
             deps,
             max_hops: W::GRAPH.max_hops,
+            ledger: None,
         }
+    }
+
+    /// Commits every transfer to `ledger` once its receipt is decided,
+    /// before the receiver's body runs (and the `END` transfer before the
+    /// run returns). A record the ledger cannot store stops the run with
+    /// `RunError::Ledger`: no agent works on an unrecorded transfer.
+    pub fn with_ledger(mut self, ledger: std::sync::Arc<dyn crate::ledger::Ledger>) -> Self {
+        self.ledger = Some(ledger);
+        self
     }
 
     /// Lowers the run-wide hop cap (it can never exceed the computed bound).
@@ -626,6 +695,11 @@ impl<W: Workflow> Executor<W> {
         &self.root
     }
 
+    /// The dependencies the tools use (to inspect a fake after a run, say).
+    pub fn deps(&self) -> &W::Deps {
+        &self.deps
+    }
+
     /// The hop cap in force.
     pub fn max_hops(&self) -> u32 {
         self.max_hops
@@ -633,7 +707,12 @@ impl<W: Workflow> Executor<W> {
 
     /// Starts a run to drive step by step.
     pub fn start(&self, input: W::Input) -> Session<'_, W> {
-        let mut run = Runtime::new(&self.root, &self.deps, self.max_hops);
+        let mut run = Runtime::new(
+            &self.root,
+            &self.deps,
+            self.max_hops,
+            self.ledger.as_deref(),
+        );
         let state = W::start(input, &mut run).map(Some);
         Session { run, state }
     }

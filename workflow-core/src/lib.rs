@@ -44,6 +44,7 @@ pub mod contract;
 pub mod error;
 pub mod executor;
 pub mod graph;
+pub mod ledger;
 pub mod manifest;
 pub mod record;
 pub mod schema;

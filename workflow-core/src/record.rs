@@ -260,6 +260,40 @@ impl Transcript {
         })
     }
 
+    /// The `i`th transfer as the ledger stores it, chained to `prev_hash`.
+    pub(crate) fn ledger_record(
+        &self,
+        i: usize,
+        prev_hash: &str,
+    ) -> Result<crate::ledger::LedgerRecord, RecordError> {
+        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
+        let edge = self
+            .graph
+            .edges
+            .get(e.edge as usize)
+            .ok_or(RecordError::NoSuchRecord(i))?;
+        let mut record = crate::ledger::LedgerRecord {
+            workflow: self.graph.name.to_owned(),
+            run_id: self.run_id,
+            seq: i as u32,
+            hop: e.hop,
+            from: self.graph.endpoint(edge.from),
+            to: self.graph.endpoint(edge.to),
+            payload_type: edge.payload.to_owned(),
+            payload_format: match e.format {
+                crate::canonical::Format::MsgPack => crate::ledger::PayloadFormat::Msgpack,
+                crate::canonical::Format::Json => crate::ledger::PayloadFormat::Json,
+            },
+            payload: hex::encode(self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?),
+            receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
+            at_us: e.at_us,
+            prev_hash: prev_hash.to_owned(),
+            hash: String::new(),
+        };
+        record.hash = record.compute_hash();
+        Ok(record)
+    }
+
     /// All transfers, as self-contained records; the first that cannot be
     /// read back is an error, never a gap.
     pub fn records(&self) -> Result<Vec<TransferRecord>, RecordError> {

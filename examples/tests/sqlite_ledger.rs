@@ -1,0 +1,131 @@
+//! The main example's runs, committed to an SQLite ledger file: read back by
+//! a fresh connection, verified, and any tampering found.
+
+use std::sync::Arc;
+
+use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
+use workflow_core::ledger::{Ledger, SqliteLedger, Tampering};
+
+fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("wf-ledger-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir.join("runs.db")
+}
+
+#[tokio::test]
+async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening() {
+    let path = temp_db("main");
+    let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
+    let incident =
+        deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
+    let aborted = incident
+        .run(staging_goal())
+        .await
+        .expect_err("the incident is stopped");
+    let clean =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let done = clean
+        .run(staging_goal())
+        .await
+        .expect("the clean run completes");
+    drop((incident, clean, ledger));
+
+    // A new connection, as another process would open it.
+    let reopened = SqliteLedger::open(&path).expect("reopens");
+    let runs = reopened.runs().expect("lists runs");
+    assert_eq!(runs.len(), 2);
+    for (run, len) in [
+        (aborted.transcript.run_id(), aborted.transcript.len()),
+        (done.transcript.run_id(), done.transcript.len()),
+    ] {
+        let records = reopened.records(run).expect("reads");
+        assert_eq!(records.len(), len);
+        assert_eq!(reopened.verify_run(run).expect("reads"), Ok(()));
+    }
+    let rejected = reopened.records(aborted.transcript.run_id()).unwrap();
+    assert!(matches!(
+        rejected.last().unwrap().receipt,
+        workflow_core::Receipt::Rejected { .. }
+    ));
+}
+
+#[tokio::test]
+async fn an_edited_record_in_the_file_is_found() {
+    let path = temp_db("edit");
+    let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let run = wf
+        .run(staging_goal())
+        .await
+        .expect("completes")
+        .transcript
+        .run_id();
+
+    // Someone edits the stored JSON of record #2 (the terraform plan's hop).
+    let conn = rusqlite::Connection::open(&path).expect("opens the file");
+    let json: String = conn
+        .query_row(
+            "SELECT record FROM records WHERE run_id = ?1 AND seq = 2",
+            [run as i64],
+            |row| row.get(0),
+        )
+        .expect("record #2 is there");
+    let edited = json.replacen("\"hop\":2", "\"hop\":1", 1);
+    assert_ne!(edited, json);
+    conn.execute(
+        "UPDATE records SET record = ?1 WHERE run_id = ?2 AND seq = 2",
+        rusqlite::params![edited, run as i64],
+    )
+    .expect("updates");
+    assert_eq!(
+        ledger.verify_run(run).expect("reads"),
+        Err(Tampering::Edited { seq: 2 })
+    );
+
+    // Someone deletes the last record: the head finds the cut.
+    conn.execute(
+        "UPDATE records SET record = ?1 WHERE run_id = ?2 AND seq = 2",
+        rusqlite::params![json, run as i64],
+    )
+    .expect("restores");
+    conn.execute(
+        "DELETE FROM records WHERE run_id = ?1 AND seq = 3",
+        [run as i64],
+    )
+    .expect("deletes");
+    assert!(matches!(
+        ledger.verify_run(run).expect("reads"),
+        Err(Tampering::Truncated { last: 2, head: 3 })
+    ));
+}
+
+#[test]
+fn a_duplicate_record_is_refused() {
+    let ledger = SqliteLedger::in_memory().expect("opens");
+    let record = workflow_core::ledger::LedgerRecord {
+        workflow: "w".into(),
+        run_id: 7,
+        seq: 0,
+        hop: 0,
+        from: workflow_core::Endpoint::Start,
+        to: workflow_core::Endpoint::End,
+        payload_type: "u32".into(),
+        payload_format: workflow_core::ledger::PayloadFormat::Json,
+        payload: hex_of("1"),
+        receipt: workflow_core::Receipt::Accepted,
+        at_us: 0,
+        prev_hash: workflow_core::ledger::GENESIS.into(),
+        hash: String::new(),
+    };
+    ledger.append(&record).expect("the first is stored");
+    assert_eq!(
+        ledger.append(&record),
+        Err(workflow_core::ledger::LedgerError::Duplicate { run_id: 7, seq: 0 })
+    );
+}
+
+fn hex_of(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
