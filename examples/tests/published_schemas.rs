@@ -55,6 +55,7 @@ fn the_published_set_covers_every_payload() {
         "Expiry",
         "Receipt",
         "TransferRecord",
+        "LedgerRecord",
         "Manifest",
     ] {
         assert!(

@@ -44,6 +44,7 @@ impl SchemaSet {
             .add::<StopWhen>()
             .add::<Receipt>()
             .add::<TransferRecord>()
+            .add::<crate::ledger::LedgerRecord>()
             .add::<crate::manifest::Manifest>();
         W::schemas(&mut set);
         set

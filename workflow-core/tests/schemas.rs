@@ -318,6 +318,7 @@ fn the_set_has_every_payload_tool_invariant_and_record() {
         // Input, output, handoffs.
         "Order",
         "Invoice",
+        "LedgerRecord",
         "ChargeTask",
         "AuditTask",
         // Tool inputs and outputs.
