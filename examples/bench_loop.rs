@@ -20,19 +20,27 @@ async fn main() {
     let (rounds, runs) = (parse(1, 10) as u32, parse(2, 20_000));
     // `bench_loop ROUNDS RUNS sqlite`: every transition committed to an
     // SQLite ledger file (durable), to compare with LangGraph's checkpointer.
-    let durable = args.get(3).map(String::as_str) == Some("sqlite");
+    // `sqlite-process`: durable against a killed process, not a lost machine.
+    let durability = match args.get(3).map(String::as_str) {
+        Some("sqlite") => Some(workflow_core::ledger::Durability::MachineCrash),
+        Some("sqlite-process") => Some(workflow_core::ledger::Durability::ProcessCrash),
+        _ => None,
+    };
     let mut wf = counter::Workflow::new((), ());
-    let name = if durable {
+    let name = if let Some(durability) = durability {
         let path = std::env::temp_dir().join(format!("bench_loop-{}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        match workflow_core::ledger::SqliteLedger::open(&path) {
+        match workflow_core::ledger::SqliteLedger::open_with(&path, durability) {
             Ok(ledger) => wf = wf.with_ledger(std::sync::Arc::new(ledger)),
             Err(e) => {
                 eprintln!("cannot open {}: {e}", path.display());
                 std::process::exit(2);
             }
         }
-        "workflow-core-sqlite"
+        match durability {
+            workflow_core::ledger::Durability::MachineCrash => "workflow-core-sqlite",
+            workflow_core::ledger::Durability::ProcessCrash => "workflow-core-sqlite-process",
+        }
     } else {
         "workflow-core"
     };
