@@ -21,9 +21,6 @@ pub struct Tally {
 }
 
 #[workflow(entry = planner, output = Tally)]
-// The generated condition checks are `if !(<condition>)`, spanned to the
-// condition's tokens: clippy's `nonminimal_bool` blames them on this source.
-#[allow(clippy::nonminimal_bool)]
 pub mod counter {
     use super::*;
 

@@ -67,6 +67,9 @@ pub(crate) fn to_json(format: Format, bytes: &[u8]) -> Result<String, String> {
         Format::Json => String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string()),
         Format::MsgPack => {
             let mut de = rmp_serde::Deserializer::from_read_ref(bytes).with_human_readable();
+            // The decoder's default nesting limit (1,024) is lower than what
+            // the encoder writes; raise it to its maximum.
+            de.set_max_depth(usize::MAX);
             let mut out = Vec::with_capacity(bytes.len() * 2);
             let mut ser = serde_json::Serializer::new(&mut out);
             serde_transcode::transcode(&mut de, &mut ser).map_err(|e| e.to_string())?;

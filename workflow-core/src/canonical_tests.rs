@@ -141,3 +141,27 @@ fn serde_json_private_types_are_recorded_as_json() {
         serde_json::to_string(&value).expect("serializes")
     );
 }
+
+/// A payload nested deeper than the decoder's default limit (1,024) reads
+/// back. (Run on a large stack: serde recurses once per level.)
+#[test]
+fn deep_nesting_reads_back() {
+    let check = || {
+        let mut value = serde_json::Value::Null;
+        for _ in 0..1100 {
+            value = serde_json::Value::Array(vec![value]);
+        }
+        let mut buf = Vec::new();
+        let format = encode(&mut buf, &value).expect("encodes");
+        assert_eq!(
+            to_json(format, &buf).expect("decodes"),
+            serde_json::to_string(&value).expect("serializes")
+        );
+    };
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(check)
+        .expect("a thread")
+        .join()
+        .expect("the check passes");
+}

@@ -7,11 +7,6 @@
 //! asserted by their exact reason and record, and "the body never ran" by a
 //! counter that only the body's tool call increments.
 
-// The generated condition checks are `if !(<condition>)`, spanned to the
-// condition's tokens, so clippy's `nonminimal_bool` blames them on this file
-// (see the report on the macros).
-#![allow(clippy::nonminimal_bool)]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

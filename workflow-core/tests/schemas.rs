@@ -5,11 +5,6 @@
 //! needing an authority), invariants, conditions and a timeout, so every
 //! kind of schema and every manifest field is exercised.
 
-// The generated condition checks are `if !(<condition>)`, spanned to the
-// condition's tokens, so clippy's `nonminimal_bool` blames them on this file
-// (see the report on the macros).
-#![allow(clippy::nonminimal_bool)]
-
 use std::path::PathBuf;
 
 use schemars::JsonSchema;

@@ -53,7 +53,11 @@ pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
         Some(resolved) => codegen::workflow::expand(&wf, &resolved),
         None => {
             let (vis, name, items) = (&wf.vis, &wf.name, &wf.items);
-            quote::quote!(#vis mod #name { #(#items)* })
+            let (inner, outer): (Vec<_>, Vec<_>) = wf
+                .attrs
+                .iter()
+                .partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
+            quote::quote!(#(#outer)* #vis mod #name { #(#inner)* #(#items)* })
         }
     };
     let errors = cx.finish();

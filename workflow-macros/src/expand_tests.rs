@@ -229,3 +229,19 @@ fn condition_text_is_formatted() {
     let e: syn::Expr = syn::parse_quote!(!draft.text.is_empty());
     assert_eq!(crate::codegen::expr_text(&e), "!draft.text.is_empty()");
 }
+
+#[test]
+fn condition_text_of_a_match_or_block() {
+    let e: syn::Expr = syn::parse_quote!(
+        match *n {
+            0 => false,
+            _ => true,
+        } == true
+    );
+    assert_eq!(
+        crate::codegen::expr_text(&e),
+        "(match *n { 0 => false, _ => true, }) == true"
+    );
+    let e: syn::Expr = syn::parse_quote!({ x } > 1);
+    assert!(crate::codegen::expr_text(&e).contains('x'));
+}

@@ -12,10 +12,26 @@ use crate::ctxt::{Ctxt, suggestion};
 /// argument is reported without losing the others.
 pub fn split_args(tokens: TokenStream) -> Vec<TokenStream> {
     let mut args = vec![TokenStream::new()];
+    // Commas inside `<..>` (`HashMap<K, V>`) do not split; `->` is no `>`.
+    let mut depth = 0usize;
+    let mut after_dash = false;
     for tt in tokens {
+        let dash = matches!(&tt, TokenTree::Punct(p) if p.as_char() == '-');
         match &tt {
-            TokenTree::Punct(p) if p.as_char() == ',' => args.push(TokenStream::new()),
-            _ => args.last_mut().expect("never empty").extend([tt]),
+            TokenTree::Punct(p) if p.as_char() == ',' && depth == 0 => {
+                args.push(TokenStream::new());
+                after_dash = false;
+                continue;
+            }
+            TokenTree::Punct(p) if p.as_char() == '<' => depth += 1,
+            TokenTree::Punct(p) if p.as_char() == '>' && !after_dash => {
+                depth = depth.saturating_sub(1)
+            }
+            _ => {}
+        }
+        after_dash = dash;
+        if let Some(last) = args.last_mut() {
+            last.extend([tt]);
         }
     }
     args.retain(|a| !a.is_empty());

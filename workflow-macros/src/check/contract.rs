@@ -5,8 +5,8 @@ use syn::Type;
 
 use crate::ctxt::Ctxt;
 use crate::model::handoff::{
-    CONTAINER_SERDE_ALLOWED, DROPPING, Handoff, PART_SERDE_ALLOWED, PARTS, cfg_attr_hides_options,
-    for_each_serde_key,
+    CONTAINER_SERDE_ALLOWED, DROPPING, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
+    cfg_attr_hides_options, for_each_serde_key, is_cfg,
 };
 
 /// Runs every contract rule.
@@ -14,7 +14,78 @@ pub fn check(cx: &Ctxt, h: &Handoff) {
     check_missing_parts(cx, h);
     check_duplicate_parts(cx, h);
     check_droppable_parts(cx, h);
+    check_fields(cx, h);
     check_container(cx, h);
+}
+
+/// Every field, part or not, is read and written as declared: the record
+/// shows everything the receiver gets, and a missing field is an error. So
+/// no serde option but `rename`/`alias` (`skip`, `default`, `with`, ...), no
+/// schemars option but documentation, no `cfg`, no `cfg_attr` hiding
+/// options. (Parts get their own, more specific messages.)
+fn check_fields(cx: &Ctxt, h: &Handoff) {
+    let syn::Fields::Named(named) = &h.item.fields else {
+        return;
+    };
+    for field in &named.named {
+        let part = h
+            .parts
+            .iter()
+            .find(|p| Some(&p.field) == field.ident.as_ref());
+        let name = field
+            .ident
+            .as_ref()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        let what = match part {
+            Some(p) => format!("contract part `#[{}]`", PARTS[p.part].marker),
+            None => format!("handoff field `{name}`"),
+        };
+        for attr in &field.attrs {
+            if attr.path().is_ident("serde") && part.is_none() {
+                for_each_serde_key(attr, |key| {
+                    if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
+                        let option = quote::ToTokens::to_token_stream(key)
+                            .to_string()
+                            .replace(' ', "");
+                        cx.error_spanned_by(
+                            key,
+                            format!(
+                                "`#[serde({option})]` is not allowed on {what}: the record must show everything the receiver gets and a missing field must be an error; only `rename` and `alias` are allowed"
+                            ),
+                        );
+                    }
+                });
+            }
+            if attr.path().is_ident("schemars") {
+                for_each_serde_key(attr, |key| {
+                    if !FIELD_SCHEMARS_ALLOWED.iter().any(|k| key.is_ident(k)) {
+                        let option = quote::ToTokens::to_token_stream(key)
+                            .to_string()
+                            .replace(' ', "");
+                        cx.error_spanned_by(
+                            key,
+                            format!(
+                                "`#[schemars({option})]` is not allowed on {what}: the published schema must describe the field exactly as it is read; only `title`, `description`, `example` and `deprecated` are allowed"
+                            ),
+                        );
+                    }
+                });
+            }
+            if is_cfg(attr) {
+                cx.error_spanned_by(
+                    attr,
+                    format!("`#[cfg(..)]` is not allowed on {what}: a field that may not exist cannot be part of a published contract; make the field always present"),
+                );
+            }
+            if cfg_attr_hides_options(attr) && part.is_none() {
+                cx.error_spanned_by(
+                    attr,
+                    format!("`cfg_attr` cannot carry serde or schemars options on {what}: the contract rules could not see them; write the options plainly"),
+                );
+            }
+        }
+    }
 }
 
 /// A handoff without one of the parts is rejected, naming the part.

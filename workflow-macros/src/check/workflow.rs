@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use syn::ext::IdentExt;
 use syn::{Ident, LitInt};
 
 use crate::ctxt::{Ctxt, suggestion};
@@ -68,7 +69,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
 }
 
 fn agent_names(wf: &Workflow) -> impl Iterator<Item = String> + '_ {
-    wf.agents.iter().map(|a| a.name.to_string())
+    wf.agents.iter().map(|a| a.name.unraw().to_string())
 }
 
 /// The entry must be given and be a declared agent.
@@ -83,14 +84,17 @@ fn check_entry(cx: &Ctxt, wf: &Workflow) -> Option<usize> {
         );
         return None;
     };
-    let found = wf.agents.iter().position(|a| a.name == *entry);
+    let found = wf
+        .agents
+        .iter()
+        .position(|a| a.name.unraw() == entry.unraw());
     if found.is_none() {
         let names: Vec<String> = agent_names(wf).collect();
         cx.error_spanned_by(
             entry,
             format!(
                 "entry `{entry}` is not an agent of this workflow{}",
-                suggestion(&entry.to_string(), names.iter().map(String::as_str))
+                suggestion(&entry.unraw().to_string(), names.iter().map(String::as_str))
             ),
         );
     }
@@ -122,15 +126,18 @@ fn check_public_types(cx: &Ctxt, wf: &Workflow) {
             syn::visit::visit_path(self, path);
         }
     }
+    let invariants: Option<syn::Type> = wf.invariants.as_ref().map(|i| syn::parse_quote!(#i));
     let mut used: Vec<&syn::Type> = wf.agents.iter().map(|a| &a.input_ty).collect();
     used.extend(wf.args.output.iter());
+    used.extend(wf.args.deps.iter());
+    used.extend(invariants.iter());
     used.extend(wf.tools.iter().flat_map(|t| [&t.input_ty, &t.output_ty]));
     let mut reported: Vec<String> = Vec::new();
     for ty in used {
         let mut private = Private(&wf.private_types, Vec::new(), Vec::new());
         syn::visit::Visit::visit_type(&mut private, ty);
         for (decl, _use) in private.1.into_iter().zip(private.2) {
-            let name = decl.to_string();
+            let name = decl.unraw().to_string();
             if reported.contains(&name) {
                 continue;
             }
@@ -147,7 +154,13 @@ fn check_public_types(cx: &Ctxt, wf: &Workflow) {
 /// with one name are reported while the model is built.)
 fn check_agent_names(cx: &Ctxt, wf: &Workflow) {
     for a in &wf.agents {
-        let name = a.name.to_string();
+        let name = a.name.unraw().to_string();
+        if ["Spec", "State", "Workflow", "MAX_HOPS"].contains(&name.as_str()) {
+            cx.error_spanned_by(
+                &a.name,
+                format!("an agent cannot be named `{name}`: `{name}` is an item the workflow generates; rename it"),
+            );
+        }
         if ["tools", "authority"].contains(&name.as_str()) {
             cx.error_spanned_by(
                 &a.name,
@@ -169,25 +182,30 @@ fn check_tools(cx: &Ctxt, wf: &Workflow) {
     let owner: HashMap<String, &Ident> = wf
         .agents
         .iter()
-        .flat_map(|a| a.args.owns.iter().map(move |o| (o.to_string(), &a.name)))
+        .flat_map(|a| {
+            a.args
+                .owns
+                .iter()
+                .map(move |o| (o.unraw().to_string(), &a.name))
+        })
         .collect();
     let mut declared: HashMap<String, &Ident> = HashMap::new();
     for t in &wf.tools {
-        if let Some(first) = declared.insert(t.name.to_string(), &t.name) {
+        if let Some(first) = declared.insert(t.name.unraw().to_string(), &t.name) {
             cx.error_spanned_by(
                 &t.name,
                 format!("tool `{first}` is declared twice; rename one"),
             );
         }
         if let Some(needs) = &t.needs
-            && !owner.contains_key(&needs.to_string())
+            && !owner.contains_key(&needs.unraw().to_string())
         {
             cx.error_spanned_by(
                 needs,
                 format!(
                     "tool `{}` needs authority `{needs}`, which no agent owns{}; add it to one agent's `owns = [...]`",
                     t.name,
-                    suggestion(&needs.to_string(), owner.keys().map(String::as_str))
+                    suggestion(&needs.unraw().to_string(), owner.keys().map(String::as_str))
                 ),
             );
         }
@@ -195,25 +213,25 @@ fn check_tools(cx: &Ctxt, wf: &Workflow) {
     for a in &wf.agents {
         let mut granted: Vec<String> = Vec::new();
         for tool in &a.args.tools {
-            let name = tool.to_string();
+            let name = tool.unraw().to_string();
             if granted.contains(&name) {
                 cx.error_spanned_by(tool, format!("tool `{tool}` is granted twice; keep one"));
                 continue;
             }
             granted.push(name.clone());
-            let Some(decl) = wf.tools.iter().find(|t| t.name == *tool) else {
+            let Some(decl) = wf.tools.iter().find(|t| t.name.unraw() == tool.unraw()) else {
                 cx.error_spanned_by(
                     tool,
                     format!(
                         "agent `{}` is granted tool `{tool}`, which is not declared{}; declare it with `#[tool]` in this module",
                         a.name,
-                        suggestion(&name, wf.tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>().iter().map(String::as_str))
+                        suggestion(&name, wf.tools.iter().map(|t| t.name.unraw().to_string()).collect::<Vec<_>>().iter().map(String::as_str))
                     ),
                 );
                 continue;
             };
             if let Some(needs) = &decl.needs
-                && let Some(owner) = owner.get(&needs.to_string())
+                && let Some(owner) = owner.get(&needs.unraw().to_string())
                 && *owner != &a.name
             {
                 cx.error_spanned_by(
@@ -233,7 +251,7 @@ fn check_role_overlap(cx: &Ctxt, wf: &Workflow) {
     let mut owners: Vec<(String, Vec<(&Ident, &Ident)>)> = Vec::new();
     for a in &wf.agents {
         for o in &a.args.owns {
-            let name = o.to_string();
+            let name = o.unraw().to_string();
             match owners.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, list)) => list.push((o, &a.name)),
                 None => owners.push((name, vec![(o, &a.name)])),
@@ -249,7 +267,7 @@ fn check_role_overlap(cx: &Ctxt, wf: &Workflow) {
             }
         }
         for (i, (token, agent)) in list.iter().enumerate() {
-            if list[..i].iter().any(|(_, a)| a == agent) {
+            if list[..i].iter().any(|(_, a)| a.unraw() == agent.unraw()) {
                 cx.error_spanned_by(
                     token,
                     format!("agent `{agent}` lists authority `{authority}` twice; keep one"),
@@ -310,14 +328,14 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
         .agents
         .iter()
         .enumerate()
-        .map(|(i, a)| (a.name.to_string(), i))
+        .map(|(i, a)| (a.name.unraw().to_string(), i))
         .collect();
     let mut edges = Vec::new();
     let mut tokens = Vec::new();
     for (from, a) in wf.agents.iter().enumerate() {
         let mut seen: Vec<String> = Vec::new();
         for t in &a.args.to {
-            let name = t.name.to_string();
+            let name = t.name.unraw().to_string();
             if seen.contains(&name) {
                 cx.error_spanned_by(
                     &t.name,
@@ -429,7 +447,7 @@ fn check_unbounded_loops(cx: &Ctxt, wf: &Workflow, g: &Graph, tokens: &[Ident]) 
         let path: Vec<String> = cycle
             .path
             .iter()
-            .map(|&a| wf.agents[a].name.to_string())
+            .map(|&a| wf.agents[a].name.unraw().to_string())
             .collect();
         let back = &tokens[cycle.closing_edge];
         cx.error_spanned_by(

@@ -11,8 +11,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
 use crate::model::handoff::{
-    CONTAINER_SERDE_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS, cfg_attr_hides_options,
-    serde_has_any, serde_has_other,
+    CONTAINER_SERDE_ALLOWED, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
+    cfg_attr_hides_options, is_cfg, serde_has_any, serde_has_other,
 };
 
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
@@ -116,6 +116,11 @@ fn cleaned(h: &Handoff) -> syn::ItemStruct {
     }
     if let syn::Fields::Named(named) = &mut item.fields {
         for field in named.named.iter_mut() {
+            field.attrs.retain(|a| {
+                let schemars_refused =
+                    a.path().is_ident("schemars") && serde_has_other(a, &FIELD_SCHEMARS_ALLOWED);
+                !refused(a, &PART_SERDE_ALLOWED) && !schemars_refused && !is_cfg(a)
+            });
             let is_part = h
                 .parts
                 .iter()

@@ -21,7 +21,20 @@ pub fn camel(ident: &syn::Ident) -> String {
 /// The source text of a condition, formatted as rustfmt would (on one
 /// line), for messages and records.
 pub fn expr_text(expr: &syn::Expr) -> String {
-    let file: syn::File = syn::parse_quote!(fn condition() { #expr });
+    // Built by hand, not re-parsed: an expression that starts with `match`
+    // or a block would not parse back as a statement.
+    let mut function: syn::ItemFn = syn::parse_quote!(
+        fn condition() {}
+    );
+    function
+        .block
+        .stmts
+        .push(syn::Stmt::Expr(expr.clone(), None));
+    let file = syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items: vec![syn::Item::Fn(function)],
+    };
     let formatted = prettyplease::unparse(&file);
     let mut lines: Vec<&str> = formatted.lines().map(str::trim).collect();
     // Drop `fn condition() {` and the closing `}`.

@@ -27,7 +27,7 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let (authority_items, tool_items) = (authorities(wf), tools(wf));
     // An agent named like a generated module (reported) gets that module's
     // items in its own module, so nothing else breaks.
-    let named = |n: &str| wf.agents.iter().any(|a| a.name == n);
+    let named = |n: &str| wf.agents.iter().any(|a| a.name.unraw() == n);
     let authority = (!named("authority")).then(|| {
         quote! {
             /// The authorities of this workflow, one type each.
@@ -45,7 +45,7 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
         }
     });
     let agents = wf.agents.iter().enumerate().map(|(i, a)| {
-        let extra = match a.name.to_string().as_str() {
+        let extra = match a.name.unraw().to_string().as_str() {
             "authority" => authority_items.clone(),
             "tools" => tool_items.clone(),
             _ => TokenStream::new(),
@@ -59,9 +59,13 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let max_doc = format!(
         "Upper bound on agent turns in any run of `{name}`, computed from the loop bounds."
     );
+    let (inner, outer): (Vec<_>, Vec<_>) = attrs
+        .iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
     quote! {
-        #(#attrs)*
+        #(#outer)*
         #vis mod #name {
+            #(#inner)*
             #(#items)*
 
             #[doc = #max_doc]
@@ -118,18 +122,20 @@ fn aliases(wf: &Workflow) -> TokenStream {
 fn authorities(wf: &Workflow) -> TokenStream {
     let mut seen = std::collections::HashSet::new();
     let owned = wf.agents.iter().flat_map(|a| &a.args.owns);
-    let markers = owned.filter(|o| seen.insert(o.to_string())).map(|o| {
-        let text = o.unraw().to_string();
-        let doc = format!("The authority `{text}`.");
-        quote! {
-            #[doc = #doc]
-            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-            pub struct #o;
-            impl ::workflow_core::Authority for #o {
-                const NAME: &'static str = #text;
+    let markers = owned
+        .filter(|o| seen.insert(o.unraw().to_string()))
+        .map(|o| {
+            let text = o.unraw().to_string();
+            let doc = format!("The authority `{text}`.");
+            quote! {
+                #[doc = #doc]
+                #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+                pub struct #o;
+                impl ::workflow_core::Authority for #o {
+                    const NAME: &'static str = #text;
+                }
             }
-        }
-    });
+        });
     quote!(#(#markers)*)
 }
 
@@ -293,7 +299,7 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent, extra: TokenStrea
         .args
         .owns
         .iter()
-        .filter(|o| seen.insert(o.to_string()))
+        .filter(|o| seen.insert(o.unraw().to_string()))
         .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}))
         .collect();
     let mut seen = std::collections::HashSet::new();
@@ -301,8 +307,8 @@ fn agent(wf: &Workflow, r: &Resolved, index: usize, a: &Agent, extra: TokenStrea
         .args
         .tools
         .iter()
-        .filter(|t| wf.tools.iter().any(|d| d.name == **t))
-        .filter(|t| seen.insert(t.to_string()))
+        .filter(|t| wf.tools.iter().any(|d| d.name.unraw() == t.unraw()))
+        .filter(|t| seen.insert(t.unraw().to_string()))
         .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}))
         .collect();
     let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {

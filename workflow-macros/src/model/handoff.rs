@@ -137,6 +137,14 @@ impl Handoff {
 /// The serde options a contract part may carry: names only.
 pub const PART_SERDE_ALLOWED: [&str; 2] = ["rename", "alias"];
 
+/// The schemars options a handoff's fields may carry: documentation only.
+pub const FIELD_SCHEMARS_ALLOWED: [&str; 4] = ["title", "description", "example", "deprecated"];
+
+/// Whether `attr` is `#[cfg(..)]`, which would make a field disappear.
+pub fn is_cfg(attr: &syn::Attribute) -> bool {
+    attr.path().is_ident("cfg")
+}
+
 /// The serde options a handoff struct may carry: none that changes what is
 /// read or written (`from`, `into`, `default`, `remote`, ... are refused).
 pub const CONTAINER_SERDE_ALLOWED: [&str; 5] = [

@@ -79,6 +79,40 @@ fn take_attrs(attrs: &mut Vec<syn::Attribute>, name: &str) -> Vec<syn::Attribute
     taken
 }
 
+/// A condition is a plain boolean expression evaluated at the receipt: no
+/// `?`, `.await` or `return` (closures inside it may use what they like).
+fn check_plain_condition(cx: &Ctxt, expr: &syn::Expr) -> bool {
+    struct Plain<'c>(&'c Ctxt, bool);
+    impl<'a> syn::visit::Visit<'a> for Plain<'_> {
+        fn visit_expr_try(&mut self, e: &'a syn::ExprTry) {
+            self.1 = false;
+            self.0.error_spanned_by(
+                e.question_token,
+                "a condition is a plain `bool` expression: `?` is not allowed; handle the error inside (`.is_ok_and(..)`, `matches!`)",
+            );
+        }
+        fn visit_expr_await(&mut self, e: &'a syn::ExprAwait) {
+            self.1 = false;
+            self.0.error_spanned_by(
+                e.await_token,
+                "a condition is evaluated synchronously at the receipt: `.await` is not allowed; compute the value in the sending agent and carry it in the payload",
+            );
+        }
+        fn visit_expr_return(&mut self, e: &'a syn::ExprReturn) {
+            self.1 = false;
+            self.0.error_spanned_by(
+                e.return_token,
+                "a condition is a plain `bool` expression: `return` is not allowed",
+            );
+        }
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'a syn::ExprAsync) {}
+    }
+    let mut plain = Plain(cx, true);
+    syn::visit::Visit::visit_expr(&mut plain, expr);
+    plain.1
+}
+
 /// An input or output that borrows cannot cross a seam: it is recorded and
 /// may outlive the turn. Reports `ty` if it holds a reference or lifetime
 /// (other than `'static`), and says whether it is owned.
@@ -164,10 +198,11 @@ impl Workflow {
                     if let Some(mut agent) = agent_from_fn(cx, &mut f) {
                         let camel = agent.variant.to_string();
                         match wf.agents.iter().find(|a| a.variant == camel) {
-                            Some(first) if first.name == agent.name => cx.error_spanned_by(
-                                &agent.name,
-                                format!("agent `{}` is declared twice; rename one", agent.name),
-                            ),
+                            Some(first) if first.name.unraw() == agent.name.unraw() => cx
+                                .error_spanned_by(
+                                    &agent.name,
+                                    format!("agent `{}` is declared twice; rename one", agent.name),
+                                ),
                             Some(first) => {
                                 cx.error_spanned_by(
                                     &agent.name,
@@ -230,7 +265,11 @@ const RESERVED: [&str; 6] = [
 /// Such an item is reported and left out, so that the generated code, and
 /// the rest of the user's, compiles without a cascade of errors.
 fn remove_reserved_names(cx: &Ctxt, wf: &mut Workflow) {
-    let agents: Vec<String> = wf.agents.iter().map(|a| a.name.to_string()).collect();
+    let agents: Vec<String> = wf
+        .agents
+        .iter()
+        .map(|a| a.name.unraw().to_string())
+        .collect();
     wf.items.retain(|item| {
         let Ok(item) = syn::parse2::<syn::Item>(item.clone()) else {
             return true;
@@ -246,7 +285,7 @@ fn remove_reserved_names(cx: &Ctxt, wf: &mut Workflow) {
             syn::Item::Union(i) => &i.ident,
             _ => return true,
         };
-        let name = ident.to_string();
+        let name = ident.unraw().to_string();
         if RESERVED.contains(&name.as_str()) {
             cx.error_spanned_by(
                 ident,
@@ -308,8 +347,16 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
             })
             .collect()
     };
-    let pre = conditions("pre");
-    let post = conditions("post");
+    // A condition that is not a plain expression is reported and left out,
+    // so the compiler has nothing more to say about it.
+    let pre: Vec<_> = conditions("pre")
+        .into_iter()
+        .filter(|c| check_plain_condition(cx, &c.expr))
+        .collect();
+    let post: Vec<_> = conditions("post")
+        .into_iter()
+        .filter(|c| check_plain_condition(cx, &c.expr))
+        .collect();
     let sig = &f.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
