@@ -78,6 +78,21 @@ pub(crate) fn to_json(format: Format, bytes: &[u8]) -> Result<String, String> {
     }
 }
 
+/// The value recorded as `bytes` (for resuming a run from its records).
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    format: Format,
+    bytes: &[u8],
+) -> Result<T, String> {
+    match format {
+        Format::Json => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+        Format::MsgPack => {
+            let mut de = rmp_serde::Deserializer::from_read_ref(bytes).with_human_readable();
+            de.set_max_depth(usize::MAX);
+            T::deserialize(&mut de).map_err(|e| e.to_string())
+        }
+    }
+}
+
 /// A serializer that passes everything to `S` but the two shapes that would
 /// not read back as serde_json writes them (see the module docs).
 struct Faithful<S>(S);

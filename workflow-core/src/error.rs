@@ -122,6 +122,9 @@ pub enum RunError {
     /// agent worked on the unrecorded transfer.
     #[error("the ledger could not store a record: {0}")]
     Ledger(String),
+    /// A run could not be resumed from its records.
+    #[error("the run cannot be resumed: {0}")]
+    Resume(String),
     /// A `Session::step` future was dropped before its turn completed: the
     /// run cannot go on (the agent's input went with the dropped turn).
     #[error("the run was interrupted: a step was cancelled before its turn completed")]

@@ -63,8 +63,32 @@ pub trait Workflow: Sized + Send + Sync + 'static {
     /// The agent index that `state` names.
     fn agent_of(state: &Self::State) -> u16;
 
+    /// The state in which agent `agent` runs with the input recorded in
+    /// `payload` (to resume a run from its ledger records). The default says
+    /// the workflow cannot be resumed; generated workflows can.
+    fn restore(agent: u16, payload: &RecordedPayload<'_>) -> Result<Self::State, String> {
+        let _ = payload;
+        Err(format!(
+            "workflow `{}` cannot restore agent {agent}: it implements no `Workflow::restore`",
+            Self::GRAPH.name
+        ))
+    }
+
     /// Adds the schema of every payload, input and output to `set`.
     fn schemas(set: &mut SchemaSet);
+}
+
+/// A payload as a ledger recorded it, to decode into the receiver's input.
+pub struct RecordedPayload<'a> {
+    pub(crate) format: crate::canonical::Format,
+    pub(crate) bytes: &'a [u8],
+}
+
+impl RecordedPayload<'_> {
+    /// The recorded value, decoded as `T`.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        crate::canonical::decode(self.format, self.bytes)
+    }
 }
 
 /// What a turn leads to.
@@ -245,6 +269,11 @@ pub struct Runtime<'x, W: Workflow> {
     ledger: Option<&'x dyn crate::ledger::Ledger>,
     /// The hash of the last record committed to the ledger.
     prev_hash: String,
+    /// Microseconds the run had run before it was resumed.
+    at_offset_us: u64,
+    /// Set on a resumed run whose last record is an accepted transfer: the
+    /// receiver's turn runs again without a second receipt.
+    resumed_turn: bool,
 }
 
 /// The name of agent `index` of `W` (`?` for an index a hand-written
@@ -298,7 +327,69 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             transcript: Transcript::new(next_run_id(), W::GRAPH),
             ledger,
             prev_hash: String::new(),
+            at_offset_us: 0,
+            resumed_turn: false,
         }
+    }
+
+    /// A runtime carrying on run `run_id` after its ledger `records` (verified).
+    fn restored(
+        root: &'x W::Root,
+        deps: &'x W::Deps,
+        max_hops: u32,
+        ledger: &'x dyn crate::ledger::Ledger,
+        run_id: u64,
+        records: &[crate::ledger::LedgerRecord],
+    ) -> Result<Self, String> {
+        let mut run = Runtime::new(root, deps, max_hops, Some(ledger));
+        run.transcript = Transcript::new(run_id, W::GRAPH);
+        for r in records {
+            let from = r.from.to_string();
+            let to = r.to.to_string();
+            let edge = W::GRAPH
+                .edges
+                .iter()
+                .position(|e| W::GRAPH.node_name(e.from) == from && W::GRAPH.node_name(e.to) == to)
+                .ok_or_else(|| {
+                    format!(
+                        "record #{} names an edge {from} -> {to} the workflow does not have",
+                        r.seq
+                    )
+                })?;
+            let bytes = r.payload_bytes().map_err(|e| e.to_string())?;
+            let t = &mut run.transcript;
+            let start = t.bytes.len();
+            t.bytes.extend_from_slice(&bytes);
+            let status = match &r.receipt {
+                crate::Receipt::Pending => Status::Pending,
+                crate::Receipt::Accepted => Status::Accepted,
+                crate::Receipt::Rejected { reason } => {
+                    t.rejection = Some(reason.clone());
+                    Status::Rejected
+                }
+            };
+            t.entries.push(Entry {
+                hop: r.hop,
+                edge: edge as u16,
+                status,
+                format: match r.payload_format {
+                    crate::ledger::PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
+                    crate::ledger::PayloadFormat::Json => crate::canonical::Format::Json,
+                },
+                start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                at_us: r.at_us,
+            });
+            if W::GRAPH.edges[edge].bound.is_some() {
+                run.edge_uses[edge] += 1;
+            }
+            if status == Status::Accepted && matches!(W::GRAPH.edges[edge].to, Node::Agent(_)) {
+                run.hops += 1;
+            }
+            run.prev_hash = r.hash.clone();
+            run.at_offset_us = r.at_us;
+        }
+        Ok(run)
     }
 
     /// Commits the last record to the ledger, if there is one: called once
@@ -421,7 +512,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             format,
             start,
             end,
-            at_us: self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
+            at_us: self.at_offset_us
+                + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
         });
         Ok(())
     }
@@ -457,6 +549,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
+        if std::mem::take(&mut self.resumed_turn) {
+            // The receipt was decided and committed before the crash.
+            let accepted = self.transcript.entries.last().is_some_and(|e| {
+                e.status == Status::Accepted
+                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to)
+                        == Some(Node::Agent(A::INDEX))
+            });
+            if !accepted {
+                return Err(RunError::Protocol(format!(
+                    "a resumed run's accepted transfer is not to agent `{}`",
+                    agent_name::<W>(A::INDEX)
+                )));
+            }
+            let mut cx = self.context::<A>();
+            cx.hop = self.hops.saturating_sub(1);
+            return Ok(cx);
+        }
         let pending = self.transcript.entries.last().is_some_and(|e| {
             e.status == Status::Pending
                 && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
@@ -715,6 +824,91 @@ impl<W: Workflow> Executor<W> {
         );
         let state = W::start(input, &mut run).map(Some);
         Session { run, state }
+    }
+
+    /// Carries on run `run_id` from its records in the attached ledger, after
+    /// a crash or a restart: the records are verified; a run that had ended
+    /// gives its recorded output (or its rejection) back; otherwise the
+    /// receiver of the last accepted transfer runs its turn again (agent
+    /// turns are at least once; every transfer is still recorded once) and
+    /// the run goes on to its end, its new records chained to the old.
+    pub async fn resume(&self, run_id: u64) -> Result<Completed<W::Output>, Aborted> {
+        let fail = |error: String| Aborted {
+            error: RunError::Resume(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let Some(ledger) = self.ledger.as_deref() else {
+            return Err(fail(
+                "no ledger is attached (`Executor::with_ledger`)".into(),
+            ));
+        };
+        let records = ledger.records(run_id).map_err(|e| fail(e.to_string()))?;
+        match ledger.verify_run(run_id) {
+            Ok(Ok(())) => {}
+            Ok(Err(tampering)) => {
+                return Err(fail(format!("run {run_id} does not verify: {tampering}")));
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        }
+        let mut run = Runtime::<W>::restored(
+            &self.root,
+            &self.deps,
+            self.max_hops,
+            ledger,
+            run_id,
+            &records,
+        )
+        .map_err(fail)?;
+        let Some(last) = records.last() else {
+            return Err(fail(format!("run {run_id} has no records")));
+        };
+        let bytes = last.payload_bytes().map_err(|e| fail(e.to_string()))?;
+        let payload = RecordedPayload {
+            format: match last.payload_format {
+                crate::ledger::PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
+                crate::ledger::PayloadFormat::Json => crate::canonical::Format::Json,
+            },
+            bytes: &bytes,
+        };
+        let entry = run.transcript.entries.last().map(|e| (e.edge, e.status));
+        let Some((edge, status)) = entry else {
+            return Err(fail(format!("run {run_id} has no records")));
+        };
+        let info = &W::GRAPH.edges[edge as usize];
+        match (status, info.to) {
+            (Status::Accepted, Node::End) => match payload.decode::<W::Output>() {
+                Ok(output) => Ok(Completed {
+                    output,
+                    transcript: run.transcript,
+                }),
+                Err(e) => Err(fail(format!("the recorded output does not decode: {e}"))),
+            },
+            (Status::Rejected, _) => Err(Aborted {
+                error: RunError::Rejected {
+                    from: W::GRAPH.node_name(info.from),
+                    to: W::GRAPH.node_name(info.to),
+                    reason: run
+                        .transcript
+                        .rejection
+                        .clone()
+                        .unwrap_or(RejectReason::HopCap { max_hops: 0 }),
+                },
+                transcript: run.transcript,
+            }),
+            (Status::Accepted, Node::Agent(agent)) => {
+                let state = W::restore(agent, &payload).map_err(fail)?;
+                run.resumed_turn = true;
+                Session {
+                    run,
+                    state: Ok(Some(state)),
+                }
+                .finish()
+                .await
+            }
+            _ => Err(fail(format!(
+                "run {run_id} ends with a transfer whose receipt was never decided"
+            ))),
+        }
     }
 
     /// Runs to the end: the output, or the error that stopped the run; both

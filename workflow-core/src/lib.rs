@@ -55,8 +55,8 @@ pub use contract::{
 };
 pub use error::{Aborted, Completed, Reject, RunError, ToolError};
 pub use executor::{
-    Agent, Context, Executor, Granted, Route, Runtime, Session, Step, Tool, ToolCall, Transition,
-    Workflow,
+    Agent, Context, Executor, Granted, RecordedPayload, Route, Runtime, Session, Step, Tool,
+    ToolCall, Transition, Workflow,
 };
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
 pub use manifest::Manifest;
@@ -85,9 +85,11 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use std::borrow::Cow;
+    pub use std::format;
     pub use std::future::Future;
     pub use std::option::Option;
     pub use std::result::Result;
+    pub use std::string::String;
     pub use std::time::Duration;
     pub use tokio::time::timeout;
 

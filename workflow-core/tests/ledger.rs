@@ -258,3 +258,66 @@ async fn a_ledger_failure_stops_the_run() {
         "the planner never handed anything on"
     );
 }
+
+/// The content of a run's records, without times and hashes.
+fn content(records: &[LedgerRecord]) -> Vec<(u32, u32, String, String, String, Receipt)> {
+    records
+        .iter()
+        .map(|r| (r.seq, r.hop, r.from.to_string(), r.to.to_string(), r.payload.clone(), r.receipt.clone()))
+        .collect()
+}
+
+/// A run stopped after any number of turns (the process died: its session
+/// is gone) is resumed from the ledger and ends with exactly the records of
+/// a run that was never stopped.
+#[tokio::test]
+async fn a_run_stopped_after_any_turn_resumes_to_the_same_records() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = flow::Workflow::new((), ()).with_ledger(ledger.clone());
+    let clean = wf.run(3).await.expect("completes").transcript.run_id();
+    let expected = content(&ledger.records(clean).unwrap());
+
+    for turns in 1..=5 {
+        let mut session = wf.start(3);
+        for _ in 0..turns {
+            session.step().await.expect("a turn");
+        }
+        let run_id = session.transcript().run_id();
+        drop(session); // the crash: nothing after the last commit survives
+        let done = wf.resume(run_id).await.expect("resumes");
+        assert_eq!(done.output.0, 0);
+        let records = ledger.records(run_id).unwrap();
+        assert_eq!(content(&records), expected, "stopped after {turns} turns");
+        assert_eq!(ledger.verify_run(run_id).unwrap(), Ok(()));
+    }
+}
+
+#[tokio::test]
+async fn resuming_an_ended_run_gives_its_recorded_end() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = flow::Workflow::new((), ()).with_ledger(ledger.clone());
+    let done = wf.run(2).await.expect("completes");
+    let again = wf.resume(done.transcript.run_id()).await.expect("already ended");
+    assert_eq!(again.output.0, 0);
+    assert_eq!(again.transcript.len(), done.transcript.len());
+
+    let aborted = wf.run(150).await.expect_err("rejected");
+    let again = wf.resume(aborted.transcript.run_id()).await.expect_err("still rejected");
+    assert_eq!(again.error, aborted.error);
+}
+
+#[tokio::test]
+async fn a_run_that_does_not_verify_is_not_resumed() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = flow::Workflow::new((), ()).with_ledger(ledger.clone());
+    let run_id = wf.run(2).await.expect("completes").transcript.run_id();
+    let mut records = ledger.records(run_id).unwrap();
+    records[1].hop += 1;
+    ledger.replace(run_id, records);
+    let error = wf.resume(run_id).await.expect_err("tampered").error;
+    assert!(matches!(&error, RunError::Resume(m) if m.contains("record #1 was edited")), "{error:?}");
+
+    let no_ledger = flow::Workflow::new((), ());
+    let error = no_ledger.resume(run_id).await.expect_err("no ledger").error;
+    assert!(matches!(error, RunError::Resume(_)));
+}

@@ -466,6 +466,11 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
+    let restores = wf.agents.iter().enumerate().map(|(i, a)| {
+        let v = a.variant.clone();
+        let i = i as u16;
+        quote!(#i => payload.decode().map(State::#v),)
+    });
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
         let i = i as u16;
@@ -530,6 +535,18 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             fn agent_of(state: &State) -> u16 {
                 match state {
                     #(#agent_of)*
+                }
+            }
+
+            fn restore(
+                agent: u16,
+                payload: &::workflow_core::RecordedPayload<'_>,
+            ) -> ::workflow_core::__private::Result<State, ::workflow_core::__private::String> {
+                match agent {
+                    #(#restores)*
+                    _ => ::workflow_core::__private::Result::Err(
+                        ::workflow_core::__private::format!("no agent {} in this workflow", agent),
+                    ),
                 }
             }
 
