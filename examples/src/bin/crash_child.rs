@@ -1,0 +1,33 @@
+//! Runs the loop workload over and over against an SQLite ledger until it is
+//! killed: the crash test (`tests/crash.rs`) kills it at random points.
+//!
+//! Usage: `crash_child LEDGER_FILE ROUNDS`
+
+use std::sync::Arc;
+
+use examples::loop_bench::counter;
+use workflow_core::ledger::{Durability, SqliteLedger};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(path), Some(rounds)) = (args.get(1), args.get(2).and_then(|r| r.parse::<u32>().ok()))
+    else {
+        eprintln!("usage: crash_child LEDGER_FILE ROUNDS");
+        std::process::exit(2);
+    };
+    let ledger = match SqliteLedger::open_with(path, Durability::ProcessCrash) {
+        Ok(ledger) => Arc::new(ledger),
+        Err(e) => {
+            eprintln!("cannot open {path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let wf = counter::Workflow::new((), ()).with_ledger(ledger);
+    loop {
+        if let Err(aborted) = wf.run(rounds).await {
+            eprintln!("{aborted}");
+            std::process::exit(1);
+        }
+    }
+}
