@@ -34,6 +34,11 @@ fi
 /tmp/peers/bin/python "$bench/peer_langgraph.py" plain "$rounds" "$runs_py" | tee -a "$out"
 /tmp/peers/bin/python "$bench/peer_langgraph.py" sqlite "$rounds" "$runs_py" | tee -a "$out"
 
+durable=$(mktemp)
+./target/release/examples/bench_loop "$rounds" "$runs_py" sqlite | tee -a "$durable"
+./target/release/examples/bench_loop "$rounds" "$runs_py" sqlite-process | tee -a "$durable"
+grep '^langgraph-sqlite' "$out" >> "$durable"
+
 echo
 echo "ratios (peer time per transition / ours):"
 awk '
@@ -41,4 +46,10 @@ awk '
   NR == 1 { ours = us; printf "  %-28s %10.2f us  1.00x\n", name, us; next }
   { printf "  %-28s %10.2f us  %.2fx\n", name, us, us / ours }
 ' "$out"
-rm -f "$out"
+echo
+echo "durable transitions (LangGraph with its SQLite checkpointer / ours with an SQLite ledger):"
+awk '
+  { for (i = 1; i <= NF; i++) if ($i == "us/transition") us[NR] = $(i - 1); name[NR] = $0; sub(/:.*/, "", name[NR]) }
+  END { for (i = 1; i < NR; i++) printf "  %-28s %10.2f us  langgraph-sqlite is %.1fx slower\n", name[i], us[i], us[NR] / us[i] }
+' "$durable"
+rm -f "$out" "$durable"
