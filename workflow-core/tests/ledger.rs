@@ -263,7 +263,16 @@ async fn a_ledger_failure_stops_the_run() {
 fn content(records: &[LedgerRecord]) -> Vec<(u32, u32, String, String, String, Receipt)> {
     records
         .iter()
-        .map(|r| (r.seq, r.hop, r.from.to_string(), r.to.to_string(), r.payload.clone(), r.receipt.clone()))
+        .map(|r| {
+            (
+                r.seq,
+                r.hop,
+                r.from.to_string(),
+                r.to.to_string(),
+                r.payload.clone(),
+                r.receipt.clone(),
+            )
+        })
         .collect()
 }
 
@@ -297,12 +306,18 @@ async fn resuming_an_ended_run_gives_its_recorded_end() {
     let ledger = Arc::new(MemoryLedger::new());
     let wf = flow::Workflow::new((), ()).with_ledger(ledger.clone());
     let done = wf.run(2).await.expect("completes");
-    let again = wf.resume(done.transcript.run_id()).await.expect("already ended");
+    let again = wf
+        .resume(done.transcript.run_id())
+        .await
+        .expect("already ended");
     assert_eq!(again.output.0, 0);
     assert_eq!(again.transcript.len(), done.transcript.len());
 
     let aborted = wf.run(150).await.expect_err("rejected");
-    let again = wf.resume(aborted.transcript.run_id()).await.expect_err("still rejected");
+    let again = wf
+        .resume(aborted.transcript.run_id())
+        .await
+        .expect_err("still rejected");
     assert_eq!(again.error, aborted.error);
 }
 
@@ -315,7 +330,10 @@ async fn a_run_that_does_not_verify_is_not_resumed() {
     records[1].hop += 1;
     ledger.replace(run_id, records);
     let error = wf.resume(run_id).await.expect_err("tampered").error;
-    assert!(matches!(&error, RunError::Resume(m) if m.contains("record #1 was edited")), "{error:?}");
+    assert!(
+        matches!(&error, RunError::Resume(m) if m.contains("record #1 was edited")),
+        "{error:?}"
+    );
 
     let no_ledger = flow::Workflow::new((), ());
     let error = no_ledger.resume(run_id).await.expect_err("no ledger").error;
