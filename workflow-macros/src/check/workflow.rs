@@ -155,12 +155,6 @@ fn check_public_types(cx: &Ctxt, wf: &Workflow) {
 fn check_agent_names(cx: &Ctxt, wf: &Workflow) {
     for a in &wf.agents {
         let name = a.name.unraw().to_string();
-        if ["Spec", "State", "Workflow", "MAX_HOPS"].contains(&name.as_str()) {
-            cx.error_spanned_by(
-                &a.name,
-                format!("an agent cannot be named `{name}`: `{name}` is an item the workflow generates; rename it"),
-            );
-        }
         if ["tools", "authority"].contains(&name.as_str()) {
             cx.error_spanned_by(
                 &a.name,
