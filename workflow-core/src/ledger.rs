@@ -100,6 +100,17 @@ impl LedgerRecord {
         hex::decode(&self.payload)
             .map_err(|e| LedgerError::Corrupt(format!("payload of #{}: {e}", self.seq)))
     }
+
+    /// The payload as JSON text: the same text `serde_json` wrote for the
+    /// value handed over.
+    pub fn payload_json(&self) -> Result<String, LedgerError> {
+        let format = match self.payload_format {
+            PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
+            PayloadFormat::Json => crate::canonical::Format::Json,
+        };
+        crate::canonical::to_json(format, &self.payload_bytes()?)
+            .map_err(|e| LedgerError::Corrupt(format!("payload of #{}: {e}", self.seq)))
+    }
 }
 
 /// A ledger that could not store or give back records.

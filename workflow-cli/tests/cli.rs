@@ -1,0 +1,164 @@
+//! The `workflow` command on the ledger the main example writes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
+use workflow_core::ledger::SqliteLedger;
+
+fn workflow(ledger: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_workflow"))
+        .arg("--ledger")
+        .arg(ledger)
+        .args(args)
+        .output()
+        .expect("the command runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The main example's two runs (the incident, stopped; the clean one) and a
+/// second clean run, in a fresh ledger file.
+async fn ledger(name: &str) -> (PathBuf, u64, u64, u64) {
+    let dir = std::env::temp_dir().join(format!("wf-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let path = dir.join("runs.db");
+    let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
+    let incident =
+        deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
+    let stopped = incident
+        .run(staging_goal())
+        .await
+        .expect_err("stopped")
+        .transcript
+        .run_id();
+    let clean =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let done = clean
+        .run(staging_goal())
+        .await
+        .expect("completes")
+        .transcript
+        .run_id();
+    let again = clean
+        .run(staging_goal())
+        .await
+        .expect("completes")
+        .transcript
+        .run_id();
+    (path, stopped, done, again)
+}
+
+#[tokio::test]
+async fn runs_show_verify_export() {
+    let (path, stopped, done, _) = ledger("basic").await;
+
+    let out = workflow(&path, &["runs"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    assert!(
+        listing.contains(&format!(
+            "{stopped}\tdeploy\t3 records\trejected at network -> terraform"
+        )),
+        "{listing}"
+    );
+    assert!(
+        listing.contains(&format!("{done}\tdeploy\t4 records\tcompleted")),
+        "{listing}"
+    );
+
+    let out = workflow(&path, &["show", &stopped.to_string()]);
+    assert!(out.status.success());
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("#2 hop 2 network -> terraform [REJECTED: pre-condition"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r#""vpc_id":"vpc-0prod""#),
+        "payloads are shown as JSON: {shown}"
+    );
+
+    let out = workflow(&path, &["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(text(&out.stdout).matches(": ok").count(), 3);
+
+    let out = workflow(&path, &["export", &done.to_string()]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[3]["to"], "end");
+}
+
+#[tokio::test]
+async fn verify_fails_with_exit_code_1_on_a_tampered_run() {
+    let (path, _, done, _) = ledger("tamper").await;
+    let conn = rusqlite::Connection::open(&path).expect("opens");
+    conn.execute(
+        "DELETE FROM records WHERE run_id = ?1 AND seq = 3",
+        [done as i64],
+    )
+    .expect("deletes the END record");
+    let out = workflow(&path, &["verify", &done.to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("records were cut off"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test]
+async fn diff_names_the_first_differing_transition() {
+    let (path, stopped, done, again) = ledger("diff").await;
+    let out = workflow(&path, &["diff", &done.to_string(), &again.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("agree on all 4 transitions"));
+
+    let out = workflow(&path, &["diff", &stopped.to_string(), &done.to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let diff = text(&out.stdout);
+    assert!(diff.contains("runs differ at transition #2"), "{diff}");
+    assert!(
+        diff.contains("vpc-0prod") && diff.contains("vpc-2stag"),
+        "{diff}"
+    );
+}
+
+#[test]
+fn bad_input_exits_with_2_and_says_why() {
+    let missing = std::env::temp_dir().join("wf-cli-no-such-file.db");
+    let out = workflow(&missing, &["runs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no ledger file at"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!missing.exists(), "the command must not create the file");
+
+    let junk = std::env::temp_dir().join(format!("wf-cli-junk-{}.db", std::process::id()));
+    std::fs::write(&junk, b"this is not an sqlite file").expect("writes");
+    let out = workflow(&junk, &["runs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&junk);
+}
+
+#[tokio::test]
+async fn an_unknown_run_exits_with_2() {
+    let (path, ..) = ledger("unknown").await;
+    let out = workflow(&path, &["show", "42"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no run 42"),
+        "{}",
+        text(&out.stderr)
+    );
+}
