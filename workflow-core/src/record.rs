@@ -239,14 +239,20 @@ impl Transcript {
             .map_err(|error| RecordError::Undecodable { seq: i, error })
     }
 
-    /// The `i`th transfer, as a self-contained record.
-    pub fn record(&self, i: usize) -> Result<TransferRecord, RecordError> {
+    /// The `i`th entry and the edge it crossed.
+    fn entry(&self, i: usize) -> Result<(&Entry, &'static crate::EdgeInfo), RecordError> {
         let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
         let edge = self
             .graph
             .edges
             .get(e.edge as usize)
             .ok_or(RecordError::NoSuchRecord(i))?;
+        Ok((e, edge))
+    }
+
+    /// The `i`th transfer, as a self-contained record.
+    pub fn record(&self, i: usize) -> Result<TransferRecord, RecordError> {
+        let (e, edge) = self.entry(i)?;
         Ok(TransferRecord {
             run_id: self.run_id,
             seq: i as u32,
@@ -266,12 +272,7 @@ impl Transcript {
         i: usize,
         prev_hash: &str,
     ) -> Result<crate::ledger::LedgerRecord, RecordError> {
-        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
-        let edge = self
-            .graph
-            .edges
-            .get(e.edge as usize)
-            .ok_or(RecordError::NoSuchRecord(i))?;
+        let (e, edge) = self.entry(i)?;
         let mut record = crate::ledger::LedgerRecord {
             workflow: self.graph.name.to_owned(),
             run_id: self.run_id,

@@ -37,6 +37,30 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
     }
 }
 
+/// Removes the user's own serde/schemars derives from `attrs` (the macro
+/// derives them itself) and returns them, for the caller to report.
+pub fn strip_own_derives(attrs: &mut [syn::Attribute]) -> Vec<syn::Path> {
+    let own = |p: &syn::Path| {
+        p.segments
+            .last()
+            .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
+    };
+    let mut removed = Vec::new();
+    for attr in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
+        let Ok(paths) =
+            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let kept: Vec<&syn::Path> = paths.iter().filter(|p| !own(p)).collect();
+        if kept.len() != paths.len() {
+            removed.extend(paths.iter().filter(|p| own(p)).cloned());
+            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+        }
+    }
+    removed
+}
+
 /// Reports and removes the user's own serde/schemars derives from `item`
 /// (`owner` names the attribute that derives them itself).
 pub fn without_own_derives(
@@ -44,35 +68,16 @@ pub fn without_own_derives(
     mut item: syn::ItemStruct,
     owner: &str,
 ) -> syn::ItemStruct {
-    for attr in &mut item.attrs {
-        if !attr.path().is_ident("derive") {
-            continue;
-        }
-        let Ok(paths) =
-            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-        else {
-            continue;
-        };
-        let own = |p: &syn::Path| {
-            p.segments
-                .last()
-                .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
-        };
-        for p in paths.iter().filter(|p| own(p)) {
-            let name = p
-                .segments
-                .last()
-                .map(|s| s.ident.to_string())
-                .unwrap_or_default();
-            cx.error_spanned_by(
-                p,
-                format!("`{owner}` derives `{name}` itself; remove it from `#[derive(..)]`"),
-            );
-        }
-        let kept: Vec<&syn::Path> = paths.iter().filter(|p| !own(p)).collect();
-        if kept.len() != paths.len() {
-            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-        }
+    for p in strip_own_derives(&mut item.attrs) {
+        let name = p
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        cx.error_spanned_by(
+            p,
+            format!("`{owner}` derives `{name}` itself; remove it from `#[derive(..)]`"),
+        );
     }
     item
 }
@@ -93,27 +98,8 @@ fn refused(attr: &syn::Attribute, allowed: &[&str]) -> bool {
 fn cleaned(h: &Handoff) -> syn::ItemStruct {
     let mut item = h.item.clone();
     item.attrs.retain(|a| !refused(a, &CONTAINER_SERDE_ALLOWED));
-    for attr in &mut item.attrs {
-        if !attr.path().is_ident("derive") {
-            continue;
-        }
-        let Ok(paths) =
-            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-        else {
-            continue;
-        };
-        let kept: Vec<&syn::Path> = paths
-            .iter()
-            .filter(|p| {
-                !p.segments
-                    .last()
-                    .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
-            })
-            .collect();
-        if kept.len() != paths.len() {
-            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-        }
-    }
+    // Reported by the contract rules (`check_container`).
+    strip_own_derives(&mut item.attrs);
     if let syn::Fields::Named(named) = &mut item.fields {
         for field in named.named.iter_mut() {
             field.attrs.retain(|a| {
