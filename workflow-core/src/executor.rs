@@ -214,8 +214,23 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         T: Tool<W>,
         A: Granted<T>,
     {
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", T::NAME),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = T::NAME,
+            gen_ai.conversation.id = self.run_id,
+            "error.type" = tracing::field::Empty,
+        );
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(tool.call(input, self.deps), span.clone());
+        #[cfg(not(feature = "tracing"))]
+        let call = tool.call(input, self.deps);
         ToolCall {
-            call: Box::pin(tool.call(input, self.deps)),
+            call: Box::pin(call),
+            #[cfg(feature = "tracing")]
+            span,
         }
     }
 }
@@ -227,6 +242,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 #[must_use = "a tool call does nothing until it is awaited"]
 pub struct ToolCall<'x, O> {
     call: std::pin::Pin<Box<dyn Future<Output = Result<O, ToolError>> + Send + 'x>>,
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl<O> Future for ToolCall<'_, O> {
@@ -235,7 +252,12 @@ impl<O> Future for ToolCall<'_, O> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        self.call.as_mut().poll(cx)
+        let poll = self.call.as_mut().poll(cx);
+        #[cfg(feature = "tracing")]
+        if let std::task::Poll::Ready(Err(_)) = &poll {
+            self.span.record("error.type", "tool_error");
+        }
+        poll
     }
 }
 
@@ -529,6 +551,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         entry.status = Status::Rejected;
         t.rejection = Some(reason.clone());
+        self.handoff_event();
         let error = RunError::Rejected {
             from: W::GRAPH.node_name(edge.from),
             to: W::GRAPH.node_name(edge.to),
@@ -608,6 +631,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             last.status = Status::Accepted;
         }
         self.commit_last()?;
+        self.handoff_event();
         self.hops += 1;
         Ok(cx)
     }
@@ -631,6 +655,72 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         next.route(self)
     }
 
+    /// Agent `A`'s body, run inside its `invoke_agent` span when the
+    /// `tracing` feature is on (as it is, the body itself).
+    pub fn instrument_agent<A: Agent<W>, F: Future>(
+        &self,
+        body: F,
+    ) -> impl Future<Output = F::Output> + use<'x, W, A, F> {
+        #[cfg(feature = "tracing")]
+        {
+            tracing::Instrument::instrument(body, self.agent_span::<A>())
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            body
+        }
+    }
+
+    /// The `invoke_agent` span of agent `A`'s turn (OpenTelemetry GenAI
+    /// conventions).
+    #[cfg(feature = "tracing")]
+    pub fn agent_span<A: Agent<W>>(&self) -> tracing::Span {
+        let name = agent_name::<W>(A::INDEX);
+        tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {name}"),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = name,
+            gen_ai.agent.id = A::INDEX,
+            gen_ai.conversation.id = self.transcript.run_id,
+            workflow.hop = self.hops,
+        )
+    }
+
+    /// Emits the handoff event of the last transfer (its receipt decided).
+    #[cfg(not(feature = "tracing"))]
+    fn handoff_event(&self) {}
+
+    /// Emits the handoff event of the last transfer (its receipt decided).
+    #[cfg(feature = "tracing")]
+    fn handoff_event(&self) {
+        let Some(e) = self.transcript.entries.last() else {
+            return;
+        };
+        let Some(edge) = W::GRAPH.edges.get(e.edge as usize) else {
+            return;
+        };
+        let receipt = match e.status {
+            Status::Pending => "pending",
+            Status::Accepted => "accepted",
+            Status::Rejected => "rejected",
+        };
+        let reason = match (&e.status, &self.transcript.rejection) {
+            (Status::Rejected, Some(reason)) => reason.to_string(),
+            _ => String::new(),
+        };
+        tracing::info!(
+            workflow.sender = W::GRAPH.node_name(edge.from),
+            workflow.receiver = W::GRAPH.node_name(edge.to),
+            workflow.seq = self.transcript.len().saturating_sub(1),
+            workflow.payload_type = edge.payload,
+            workflow.receipt = receipt,
+            workflow.reject_reason = %reason,
+            "handoff"
+        );
+    }
+
     /// The error for agent `A` running past its timeout.
     pub fn timed_out<A: Agent<W>>(&self) -> RunError {
         RunError::Timeout {
@@ -644,7 +734,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
-        let body = A::run(input, cx);
+        let body = self.instrument_agent::<A, _>(A::run(input, cx));
         let result = match A::TIMEOUT {
             None => body.await,
             Some(limit) => match tokio::time::timeout(limit, body).await {
@@ -653,6 +743,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             },
         };
         self.deliver::<A>(result, cx)
+    }
+}
+
+/// The `error.type` of a run error (a stable, low-cardinality name).
+#[cfg(feature = "tracing")]
+fn error_type(error: &RunError) -> &'static str {
+    match error {
+        RunError::Rejected { .. } => "rejected",
+        RunError::PostCondition { .. } => "post_condition",
+        RunError::AgentFailed { .. } => "agent_failed",
+        RunError::Timeout { .. } => "timeout",
+        RunError::Encode { .. } => "encode",
+        RunError::Ledger(_) => "ledger",
+        RunError::Protocol(_) => "protocol",
+        RunError::Resume(_) => "resume",
+        RunError::Interrupted => "interrupted",
+        RunError::Finished => "finished",
     }
 }
 
@@ -751,7 +858,25 @@ impl<'x, W: Workflow> Session<'x, W> {
                 });
             }
         };
-        match W::run_to_end(state, &mut run).await {
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "invoke_workflow",
+            otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
+            gen_ai.operation.name = "invoke_workflow",
+            gen_ai.conversation.id = run.transcript.run_id,
+            workflow.name = W::GRAPH.name,
+            "error.type" = tracing::field::Empty,
+        );
+        #[cfg(feature = "tracing")]
+        let ended =
+            tracing::Instrument::instrument(W::run_to_end(state, &mut run), span.clone()).await;
+        #[cfg(not(feature = "tracing"))]
+        let ended = W::run_to_end(state, &mut run).await;
+        #[cfg(feature = "tracing")]
+        if let Err(error) = &ended {
+            span.record("error.type", error_type(error));
+        }
+        match ended {
             Ok(output) => Ok(Completed {
                 output,
                 transcript: run.transcript,

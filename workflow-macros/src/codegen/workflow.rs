@@ -443,7 +443,8 @@ fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let turns = wf.agents.iter().map(|a| {
         let (v, n) = (a.variant.clone(), &a.name);
         let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok());
-        let call = body_call(a);
+        let body_future = body_call(a);
+        let call = quote!(run.instrument_agent::<#n::Agent, _>(#body_future));
         let body = match timeout {
             None => quote!(#call.await),
             Some(ms) => quote! {

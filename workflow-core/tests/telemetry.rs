@@ -1,0 +1,212 @@
+//! With the `tracing` feature, a run is one trace: `invoke_workflow` at the
+//! root, an `invoke_agent` span per turn under it, `execute_tool` under the
+//! agent that called the tool, and a `handoff` event per decided receipt;
+//! names and attributes follow the OpenTelemetry GenAI conventions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use workflow_core::prelude::*;
+
+#[derive(Debug, Clone, Default)]
+struct SpanSeen {
+    name: String,
+    parent: Option<String>,
+    fields: HashMap<String, String>,
+}
+
+#[derive(Default)]
+struct Seen {
+    spans: HashMap<u64, SpanSeen>,
+    events: Vec<(Option<String>, HashMap<String, String>)>,
+}
+
+struct Fields<'a>(&'a mut HashMap<String, String>);
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(
+            field.name().to_owned(),
+            format!("{value:?}").trim_matches('"').to_owned(),
+        );
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+struct Capture(Arc<Mutex<Seen>>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut seen = SpanSeen {
+            name: attrs.metadata().name().to_owned(),
+            parent: ctx
+                .span(id)
+                .and_then(|s| s.parent())
+                .map(|p| p.name().to_owned()),
+            ..SpanSeen::default()
+        };
+        attrs.record(&mut Fields(&mut seen.fields));
+        self.0.lock().unwrap().spans.insert(id.into_u64(), seen);
+    }
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        if let Some(span) = self.0.lock().unwrap().spans.get_mut(&id.into_u64()) {
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = HashMap::new();
+        event.record(&mut Fields(&mut fields));
+        let span = ctx.lookup_current().map(|s| s.name().to_owned());
+        self.0.lock().unwrap().events.push((span, fields));
+    }
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Out(pub u32);
+
+#[workflow(entry = planner, output = Out)]
+pub mod flow {
+    use super::*;
+
+    #[handoff]
+    pub struct Task {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Do>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub n: u32,
+    }
+
+    #[tool]
+    async fn double(n: u32, _deps: &()) -> Result<u32, ToolError> {
+        Ok(n * 2)
+    }
+
+    #[agent(owns = [Plan], to = [doer])]
+    async fn planner(n: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+        Ok(planner::Next::Doer(Task {
+            op: Operation::new("do", ""),
+            scope: cx.delegate(authority::Do),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::any([]),
+            n,
+        }))
+    }
+
+    #[agent(owns = [Do], tools = [double], to = [END])]
+    #[pre(task.n < 10, "small numbers only")]
+    async fn doer(task: Task, cx: doer::Context<'_>) -> Result<doer::Next, Reject> {
+        Ok(doer::Next::End(Out(cx.call(tools::double, task.n).await?)))
+    }
+}
+
+fn traced(n: u32) -> (Seen, u64) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    let run_id = tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        match rt.block_on(flow::Workflow::new((), ()).run(n)) {
+            Ok(done) => done.transcript.run_id(),
+            Err(aborted) => aborted.transcript.run_id(),
+        }
+    });
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    (seen, run_id)
+}
+
+#[test]
+fn a_run_is_one_trace_with_the_conventional_names() {
+    let (seen, run_id) = traced(3);
+    let spans: Vec<&SpanSeen> = seen.spans.values().collect();
+    let workflow: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_workflow")
+        .collect();
+    assert_eq!(workflow.len(), 1);
+    assert_eq!(workflow[0].parent, None, "the workflow span is the root");
+    assert_eq!(workflow[0].fields["otel.name"], "invoke_workflow flow");
+    assert_eq!(
+        workflow[0].fields["gen_ai.conversation.id"],
+        run_id.to_string()
+    );
+
+    let mut agents: Vec<_> = spans.iter().filter(|s| s.name == "invoke_agent").collect();
+    agents.sort_by_key(|s| s.fields["workflow.hop"].clone());
+    let names: Vec<_> = agents
+        .iter()
+        .map(|s| s.fields["gen_ai.agent.name"].as_str())
+        .collect();
+    assert_eq!(names, ["planner", "doer"]);
+    for a in &agents {
+        assert_eq!(a.parent.as_deref(), Some("invoke_workflow"));
+        assert_eq!(a.fields["gen_ai.operation.name"], "invoke_agent");
+        assert_eq!(
+            a.fields["otel.name"],
+            format!("invoke_agent {}", a.fields["gen_ai.agent.name"])
+        );
+    }
+
+    let tools: Vec<_> = spans.iter().filter(|s| s.name == "execute_tool").collect();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(
+        tools[0].parent.as_deref(),
+        Some("invoke_agent"),
+        "the tool runs in the agent's turn"
+    );
+    assert_eq!(tools[0].fields["gen_ai.tool.name"], "double");
+
+    let handoffs: Vec<_> = seen
+        .events
+        .iter()
+        .filter(|(_, f)| f.get("message").map(String::as_str) == Some("handoff"))
+        .collect();
+    assert_eq!(handoffs.len(), 2, "one per decided receipt");
+    assert!(
+        handoffs
+            .iter()
+            .all(|(span, f)| span.as_deref() == Some("invoke_workflow")
+                && f["workflow.receipt"] == "accepted")
+    );
+    assert_eq!(handoffs[1].1["workflow.sender"], "planner");
+    assert_eq!(handoffs[1].1["workflow.receiver"], "doer");
+}
+
+#[test]
+fn a_rejection_shows_on_the_event_and_the_workflow_span() {
+    let (seen, _) = traced(50);
+    let rejected = seen
+        .events
+        .iter()
+        .find(|(_, f)| f.get("workflow.receipt").map(String::as_str) == Some("rejected"))
+        .expect("a rejected handoff event");
+    assert!(
+        rejected.1["workflow.reject_reason"].contains("small numbers only"),
+        "{:?}",
+        rejected.1
+    );
+    let workflow = seen
+        .spans
+        .values()
+        .find(|s| s.name == "invoke_workflow")
+        .unwrap();
+    assert_eq!(
+        workflow.fields.get("error.type").map(String::as_str),
+        Some("rejected")
+    );
+}
