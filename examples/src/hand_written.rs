@@ -63,7 +63,7 @@ pub mod counter {
 
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
-    use workflow_core::executor::edge_index;
+    use workflow_core::session::edge_index;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
         Executor, Graph, Handoff, Node, Operation, Reject, RunError, Runtime, SchemaSet, Scope,

@@ -47,7 +47,9 @@ pub mod graph;
 pub mod ledger;
 pub mod manifest;
 pub mod record;
+pub mod runtime;
 pub mod schema;
+pub mod session;
 
 pub use contract::{
     Authority, AuthorityScope, ContractView, Evidence, Expiry, Handoff, Moment, Operation, Owns,
@@ -55,13 +57,14 @@ pub use contract::{
 };
 pub use error::{Aborted, Completed, Reject, RunError, ToolError};
 pub use executor::{
-    Agent, Context, Executor, Granted, RecordedPayload, Route, Runtime, Session, Step, Tool,
-    ToolCall, Transition, Workflow,
+    Agent, Context, Granted, RecordedPayload, Route, Tool, ToolCall, Transition, Workflow,
 };
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
 pub use manifest::Manifest;
 pub use record::{Endpoint, Receipt, RecordError, RejectReason, Transcript, TransferRecord};
+pub use runtime::Runtime;
 pub use schema::{Drift, SchemaSet};
+pub use session::{Executor, Session, Step};
 
 #[cfg(feature = "macros")]
 pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
@@ -72,8 +75,8 @@ pub mod prelude {
         Evidence, Expiry, Handoff, Operation, Scope, StopCondition, StopWhen, Uncertainty,
     };
     pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError};
-    pub use crate::executor::{Executor, Step};
     pub use crate::record::{Receipt, RejectReason};
+    pub use crate::session::{Executor, Step};
     #[cfg(feature = "macros")]
     pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 }
@@ -81,7 +84,7 @@ pub mod prelude {
 /// Not public API: what generated code names. May change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::executor::edge_index;
+    pub use crate::session::edge_index;
     pub use schemars;
     pub use serde;
     pub use std::borrow::Cow;
