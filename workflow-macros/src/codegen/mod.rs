@@ -1,6 +1,8 @@
 //! Code generation: one file per generated artefact.
 
+pub mod agent;
 pub mod handoff;
+pub mod spec;
 pub mod workflow;
 
 /// `network_agent` -> `NetworkAgent`: the variant name for an agent.

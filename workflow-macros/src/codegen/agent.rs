@@ -1,0 +1,227 @@
+//! Code for one agent: its module (`Agent`, `Next`, `Context`), its
+//! ownership and grant impls, its `Agent` impl (conditions, contract view,
+//! body) and the `Route` impl of its `Next`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+
+use crate::check::workflow::Resolved;
+use crate::graph::Target;
+use crate::model::workflow::{Agent, Workflow};
+
+use super::workflow::{body_call, input_alias};
+
+/// Incoming edges of each agent, by index.
+fn has_incoming(r: &Resolved, agent: usize) -> bool {
+    r.graph.edges.iter().any(|e| e.to == Target::Agent(agent))
+}
+
+/// `pre`/`post` bodies: bind the user's names, test each condition.
+fn conditions(
+    index: usize,
+    conds: &[crate::parse::ConditionArgs],
+    list: &str,
+    bind: TokenStream,
+) -> TokenStream {
+    let list = format_ident!("{list}");
+    let tests = conds.iter().enumerate().map(|(i, c)| {
+        let expr = &c.expr;
+        quote_spanned! {expr.span()=>
+            if !(#expr) {
+                return ::workflow_core::__private::Result::Err(
+                    &<Spec as ::workflow_core::Workflow>::GRAPH.agents[#index].#list[#i],
+                );
+            }
+        }
+    });
+    quote! {
+        #bind
+        #(#tests)*
+        ::workflow_core::__private::Result::Ok(())
+    }
+}
+
+pub(super) fn agent(
+    wf: &Workflow,
+    r: &Resolved,
+    index: usize,
+    a: &Agent,
+    extra: TokenStream,
+) -> TokenStream {
+    let name = &a.name;
+    let input = &a.input_ty;
+    let index_u16 = index as u16;
+    let variants = r
+        .graph
+        .edges
+        .iter()
+        .filter(|e| e.from == index)
+        .map(|e| match e.to {
+            Target::Agent(b) => {
+                let v = wf.agents[b].variant.clone();
+                let ty = input_alias(&wf.agents[b]);
+                let doc = format!("Hand off to `{}`.", wf.agents[b].name);
+                quote!(#[doc = #doc] #v(super::#ty))
+            }
+            Target::End => quote!(
+                #[doc = "End the run with the workflow output."]
+                End(super::__wf_output)
+            ),
+        });
+    let routes = r
+        .graph
+        .edges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.from == index)
+        .map(|(i, e)| {
+            let edge = (i + 1) as u16; // edge 0 is START -> entry
+            match e.to {
+                Target::Agent(b) => {
+                    let v = wf.agents[b].variant.clone();
+                    quote! {
+                        #name::Next::#v(payload) => {
+                            run.handoff(#edge, &payload)?;
+                            ::workflow_core::__private::Result::Ok(
+                                ::workflow_core::Transition::To(State::#v(payload)),
+                            )
+                        }
+                    }
+                }
+                Target::End => quote! {
+                    #name::Next::End(output) => {
+                        run.end(#edge, &output)?;
+                        ::workflow_core::__private::Result::Ok(::workflow_core::Transition::End(output))
+                    }
+                },
+            }
+        });
+    // Deduplicated: a name listed twice is reported, and must not also
+    // give a conflicting impl.
+    let mut seen = std::collections::HashSet::new();
+    let owns: Vec<_> = a
+        .args
+        .owns
+        .iter()
+        .filter(|o| seen.insert(o.unraw().to_string()))
+        .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let grants: Vec<_> = a
+        .args
+        .tools
+        .iter()
+        .filter(|t| wf.tools.iter().any(|d| d.name.unraw() == t.unraw()))
+        .filter(|t| seen.insert(t.unraw().to_string()))
+        .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}))
+        .collect();
+    let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {
+        quote! {
+            const TIMEOUT: ::workflow_core::__private::Option<::workflow_core::__private::Duration> =
+                ::workflow_core::__private::Option::Some(::workflow_core::__private::Duration::from_millis(#ms));
+        }
+    });
+    // An agent that receives handoffs must take one (a compile error
+    // otherwise); the entry's input is checked when it happens to be one.
+    let view = if has_incoming(r, index) {
+        let view =
+            quote_spanned!(input.span()=> <#input as ::workflow_core::Handoff>::contract(input));
+        quote!(::workflow_core::__private::Option::Some(#view))
+    } else {
+        quote! {{
+            #[allow(unused_imports)]
+            use ::workflow_core::__private::{ContractOfAnything as _, ContractOfHandoff as _};
+            (&::workflow_core::__private::ContractProbe(input)).contract_view()
+        }}
+    };
+    let contract = quote! {
+        fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::ContractView<'_>> {
+            #view
+        }
+    };
+    let run_body = body_call(a);
+    let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
+    let pre = (!a.pre.is_empty()).then(|| {
+        let body = conditions(
+            index,
+            &a.pre,
+            "pre",
+            quote!(let #input_pat = input; let #cx_pat = cx;),
+        );
+        quote! {
+            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
+            fn pre(
+                input: &#input,
+                cx: &#name::Context<'_>,
+            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::Condition> {
+                #body
+            }
+        }
+    });
+    let post = (!a.post.is_empty()).then(|| {
+        let body = conditions(index, &a.post, "post", quote!(let #cx_pat = cx;));
+        quote! {
+            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
+            fn post(
+                out: &#name::Next,
+                cx: &#name::Context<'_>,
+            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::Condition> {
+                #body
+            }
+        }
+    });
+    let mod_doc =
+        format!("Generated for agent `{name}`: its marker, its `Next` and its `Context`.");
+    let next_doc = format!(
+        "Where `{name}` may hand off: each variant carries exactly the receiver's input type."
+    );
+    quote! {
+        #[doc = #mod_doc]
+        pub mod #name {
+            /// The agent's marker type.
+            #[derive(Debug, Clone, Copy, Default)]
+            pub struct Agent;
+            #[doc = #next_doc]
+            pub enum Next {
+                #(#variants),*
+            }
+            /// What the agent sees during its turn.
+            pub type Context<'x> = ::workflow_core::Context<'x, super::Spec, Agent>;
+            #extra
+        }
+
+        #(#owns)*
+        #(#grants)*
+
+        impl ::workflow_core::Agent<Spec> for #name::Agent {
+            const INDEX: u16 = #index_u16;
+            #timeout
+            type Input = #input;
+            type Next = #name::Next;
+            #contract
+            #pre
+            #post
+            fn run(
+                input: #input,
+                cx: #name::Context<'_>,
+            ) -> impl ::workflow_core::__private::Future<
+                Output = ::workflow_core::__private::Result<#name::Next, ::workflow_core::Reject>,
+            > + Send {
+                #run_body
+            }
+        }
+
+        impl ::workflow_core::Route<Spec> for #name::Next {
+            fn route(
+                self,
+                run: &mut ::workflow_core::Runtime<'_, Spec>,
+            ) -> ::workflow_core::__private::Result<::workflow_core::Transition<Spec>, ::workflow_core::RunError> {
+                match self {
+                    #(#routes)*
+                }
+            }
+        }
+    }
+}
