@@ -17,14 +17,9 @@
 
 use serde::ser::{self, Serialize, Serializer};
 
-/// How a recorded payload is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// MessagePack with field names, read back as JSON.
-    MsgPack,
-    /// JSON text (the fallback for 128-bit integers beyond 64 bits).
-    Json,
-}
+/// How a recorded payload is encoded: the ledger's own type, so records
+/// and ledger rows need no conversion.
+pub(crate) use crate::ledger::PayloadFormat as Format;
 
 /// The message of the error that makes a payload fall back to JSON.
 const NOT_FAITHFUL: &str = "a value MessagePack would not read back as serde_json writes it";
@@ -43,7 +38,7 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
         .with_struct_map()
         .with_human_readable();
     match payload.serialize(Faithful(&mut ser)) {
-        Ok(()) => Ok(Format::MsgPack),
+        Ok(()) => Ok(Format::Msgpack),
         Err(e) if e.to_string() == NOT_FAITHFUL => {
             buf.truncate(start);
             match serde_json::to_writer(&mut *buf, payload) {
@@ -65,7 +60,7 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
 pub(crate) fn to_json(format: Format, bytes: &[u8]) -> Result<String, String> {
     match format {
         Format::Json => String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string()),
-        Format::MsgPack => {
+        Format::Msgpack => {
             let mut de = rmp_serde::Deserializer::from_read_ref(bytes).with_human_readable();
             // The decoder's default nesting limit (1,024) is lower than what
             // the encoder writes; raise it to its maximum.
@@ -85,7 +80,7 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
 ) -> Result<T, String> {
     match format {
         Format::Json => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
-        Format::MsgPack => {
+        Format::Msgpack => {
             let mut de = rmp_serde::Deserializer::from_read_ref(bytes).with_human_readable();
             de.set_max_depth(usize::MAX);
             T::deserialize(&mut de).map_err(|e| e.to_string())
@@ -318,41 +313,30 @@ impl<S: ser::SerializeMap> ser::SerializeMap for Faithful<S> {
     }
 }
 
-impl<S: ser::SerializeStruct> ser::SerializeStruct for Faithful<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Nested(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+macro_rules! struct_compound {
+    ($trait:ident) => {
+        impl<S: ser::$trait> ser::$trait for Faithful<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), S::Error> {
+                self.0.serialize_field(key, &Nested(v))
+            }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+                self.0.skip_field(key)
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        }
+    };
 }
 
-impl<S: ser::SerializeStructVariant> ser::SerializeStructVariant for Faithful<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Nested(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+struct_compound!(SerializeStruct);
+struct_compound!(SerializeStructVariant);
 
 #[cfg(test)]
 #[path = "canonical_tests.rs"]

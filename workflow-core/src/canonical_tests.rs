@@ -84,7 +84,7 @@ fn canonical_bytes_read_back_as_serde_json_text() {
     };
     let mut buf = Vec::new();
     let format = encode(&mut buf, &value).expect("encodes");
-    assert_eq!(format, Format::MsgPack);
+    assert_eq!(format, Format::Msgpack);
     let expected = serde_json::to_string(&value).expect("serializes");
     assert_eq!(to_json(format, &buf).expect("decodes"), expected);
 }

@@ -104,11 +104,7 @@ impl LedgerRecord {
     /// The payload as JSON text: the same text `serde_json` wrote for the
     /// value handed over.
     pub fn payload_json(&self) -> Result<String, LedgerError> {
-        let format = match self.payload_format {
-            PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
-            PayloadFormat::Json => crate::canonical::Format::Json,
-        };
-        crate::canonical::to_json(format, &self.payload_bytes()?)
+        crate::canonical::to_json(self.payload_format, &self.payload_bytes()?)
             .map_err(|e| LedgerError::Corrupt(format!("payload of #{}: {e}", self.seq)))
     }
 }

@@ -281,10 +281,7 @@ impl Transcript {
             from: self.graph.endpoint(edge.from),
             to: self.graph.endpoint(edge.to),
             payload_type: edge.payload.to_owned(),
-            payload_format: match e.format {
-                crate::canonical::Format::MsgPack => crate::ledger::PayloadFormat::Msgpack,
-                crate::canonical::Format::Json => crate::ledger::PayloadFormat::Json,
-            },
+            payload_format: e.format,
             payload: hex::encode(self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?),
             receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
             at_us: e.at_us,

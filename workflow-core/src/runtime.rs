@@ -130,10 +130,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 hop: r.hop,
                 edge: edge as u16,
                 status,
-                format: match r.payload_format {
-                    crate::ledger::PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
-                    crate::ledger::PayloadFormat::Json => crate::canonical::Format::Json,
-                },
+                format: r.payload_format,
                 start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
                 end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
                 at_us: r.at_us,

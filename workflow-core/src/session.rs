@@ -236,10 +236,7 @@ impl<W: Workflow> Executor<W> {
         };
         let bytes = last.payload_bytes().map_err(|e| fail(e.to_string()))?;
         let payload = RecordedPayload {
-            format: match last.payload_format {
-                crate::ledger::PayloadFormat::Msgpack => crate::canonical::Format::MsgPack,
-                crate::ledger::PayloadFormat::Json => crate::canonical::Format::Json,
-            },
+            format: last.payload_format,
             bytes: &bytes,
         };
         let entry = run.transcript.entries.last().map(|e| (e.edge, e.status));

@@ -22,7 +22,7 @@ pub fn check(cx: &Ctxt, h: &Handoff) {
 /// shows everything the receiver gets, and a missing field is an error. So
 /// no serde option but `rename`/`alias` (`skip`, `default`, `with`, ...), no
 /// schemars option but documentation, no `cfg`, no `cfg_attr` hiding
-/// options. (Parts get their own, more specific messages.)
+/// options. (A part with a dropping option gets the more specific message.)
 fn check_fields(cx: &Ctxt, h: &Handoff) {
     let syn::Fields::Named(named) = &h.item.fields else {
         return;
@@ -42,9 +42,18 @@ fn check_fields(cx: &Ctxt, h: &Handoff) {
             None => format!("handoff field `{name}`"),
         };
         for attr in &field.attrs {
-            if attr.path().is_ident("serde") && part.is_none() {
+            if attr.path().is_ident("serde") {
                 for_each_serde_key(attr, |key| {
-                    if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
+                    let dropping = DROPPING.iter().find(|d| key.is_ident(d));
+                    if let (Some(p), Some(name)) = (part, dropping) {
+                        cx.error_spanned_by(
+                            key,
+                            format!(
+                                "`#[serde({name})]` lets contract part `#[{}]` be dropped on the wire; remove it: a missing part must be rejected, never defaulted",
+                                PARTS[p.part].marker
+                            ),
+                        );
+                    } else if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
                         let option = quote::ToTokens::to_token_stream(key)
                             .to_string()
                             .replace(' ', "");
@@ -78,7 +87,7 @@ fn check_fields(cx: &Ctxt, h: &Handoff) {
                     format!("`#[cfg(..)]` is not allowed on {what}: a field that may not exist cannot be part of a published contract; make the field always present"),
                 );
             }
-            if cfg_attr_hides_options(attr) && part.is_none() {
+            if cfg_attr_hides_options(attr) {
                 cx.error_spanned_by(
                     attr,
                     format!("`cfg_attr` cannot carry serde or schemars options on {what}: the contract rules could not see them; write the options plainly"),
@@ -132,36 +141,6 @@ fn check_droppable_parts(cx: &Ctxt, h: &Handoff) {
                 &p.ty,
                 format!(
                     "contract part `#[{marker}]` can be absent: serde reads a missing `Option` field as `None`; use a required type (for \"nothing\", send an empty list)"
-                ),
-            );
-        }
-        for attr in &p.serde_attrs {
-            for_each_serde_key(attr, |key| {
-                if let Some(name) = DROPPING.iter().find(|d| key.is_ident(d)) {
-                    cx.error_spanned_by(
-                        key,
-                        format!(
-                            "`#[serde({name})]` lets contract part `#[{marker}]` be dropped on the wire; remove it: a missing part must be rejected, never defaulted"
-                        ),
-                    );
-                } else if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
-                    let name = quote::ToTokens::to_token_stream(key)
-                        .to_string()
-                        .replace(' ', "");
-                    cx.error_spanned_by(
-                        key,
-                        format!(
-                            "`#[serde({name})]` is not allowed on contract part `#[{marker}]`: only `rename` and `alias` are, so that the part is always read and written as declared"
-                        ),
-                    );
-                }
-            });
-        }
-        for attr in &p.hidden_attrs {
-            cx.error_spanned_by(
-                attr,
-                format!(
-                    "`cfg_attr` cannot carry serde or schemars options on contract part `#[{marker}]`: the contract rules could not see them; write the options plainly"
                 ),
             );
         }

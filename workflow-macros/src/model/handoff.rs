@@ -49,10 +49,6 @@ pub struct PartField {
     pub part: usize,
     pub field: Ident,
     pub ty: Type,
-    /// The field's `#[serde(..)]` attributes, to check for droppable parts.
-    pub serde_attrs: Vec<syn::Attribute>,
-    /// The field's `#[cfg_attr(..)]` attributes carrying serde options.
-    pub hidden_attrs: Vec<syn::Attribute>,
 }
 
 /// A `#[handoff]` struct.
@@ -107,26 +103,12 @@ impl Handoff {
                     _ => true,
                 }
             });
-            let serde_attrs: Vec<_> = field
-                .attrs
-                .iter()
-                .filter(|a| a.path().is_ident("serde"))
-                .cloned()
-                .collect();
-            let hidden_attrs: Vec<_> = field
-                .attrs
-                .iter()
-                .filter(|a| cfg_attr_hides_options(a))
-                .cloned()
-                .collect();
             for (part, marker) in markers {
                 parts.push(PartField {
                     marker,
                     part,
                     field: ident.clone(),
                     ty: field.ty.clone(),
-                    serde_attrs: serde_attrs.clone(),
-                    hidden_attrs: hidden_attrs.clone(),
                 });
             }
         }
