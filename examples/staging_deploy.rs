@@ -1,16 +1,29 @@
 //! The README's main example: the staging-deploy incident, stopped at the seam.
 //!
 //! Run: `cargo run --example staging_deploy`
+//!
+//! Three runs against a fake cloud, every transfer committed to an embedded
+//! SQLite ledger before its receiver works (bundled SQLite: nothing to
+//! install):
+//!
+//! 1. the incident: the VPC lookup returns an incomplete first page; the
+//!    tool fails fast and the run stops before any plan exists;
+//! 2. drift: the listing is complete but the staging VPC's tag drifted; the
+//!    network agent falls back to a production VPC, the root invariant
+//!    rejects the plan at terraform's receipt and terraform escalates: the
+//!    run is suspended in the ledger. A new executor (as after a restart)
+//!    reads the suspension back, an operator edits the plan to the right
+//!    VPC, the edit is validated and checked again, and the run resumes;
+//! 3. the clean run: every VPC on one page, tags right.
 
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use workflow_core::ledger::{Ledger, SqliteLedger};
+use workflow_core::{Decision, RunError};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    // Every transfer is committed to an embedded SQLite ledger before its
-    // receiver works (bundled SQLite: nothing to install).
     let path = std::env::temp_dir().join("staging_deploy.db");
     let ledger = match SqliteLedger::open(&path) {
         Ok(ledger) => Arc::new(ledger),
@@ -21,36 +34,70 @@ async fn main() {
     };
 
     println!("== run 1: the VPC lookup returns an incomplete first page ==");
-    let cloud = FakeCloud::incident();
-    let wf = deploy::Workflow::new(staging_root(), cloud).with_ledger(ledger.clone());
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
     match wf.run(staging_goal()).await {
-        Ok(done) => {
-            println!("unexpected: the run completed: {:?}", done.output);
-            std::process::exit(1);
-        }
+        Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
         Err(aborted) => {
             print!("{}", aborted.transcript);
-            println!("stopped at the seam: {}", aborted.error);
+            println!("stopped: {}", aborted.error);
             report_ledger(ledger.as_ref(), aborted.transcript.run_id(), &path);
         }
     }
-    let applied = wf.deps().applied();
-    println!(
-        "route changes applied: {}",
-        if applied.is_empty() {
-            "none".to_owned()
-        } else {
-            applied.join(", ")
-        }
-    );
-    if !applied.is_empty() {
-        std::process::exit(1);
-    }
+    report_applied(&wf.deps().applied());
 
     println!();
-    println!("== run 2: the lookup lists every VPC ==");
-    let wf =
-        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    println!("== run 2: the staging VPC's tag drifted; terraform escalates ==");
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(ledger.clone());
+    let run_id = match wf.run(staging_goal()).await {
+        Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
+        Err(aborted) => {
+            print!("{}", aborted.transcript);
+            println!("{}", aborted.error);
+            if !matches!(aborted.error, RunError::Suspended { .. }) {
+                fail("the run was not suspended");
+            }
+            aborted.transcript.run_id()
+        }
+    };
+    report_applied(&wf.deps().applied());
+    drop(wf);
+
+    // A new executor on the same ledger file, as a new process would open it.
+    let reopened = match SqliteLedger::open(&path) {
+        Ok(ledger) => Arc::new(ledger),
+        Err(e) => fail(&format!("cannot reopen the ledger: {e}")),
+    };
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(reopened.clone());
+    let suspension = match wf.suspension(run_id) {
+        Ok(s) => s,
+        Err(e) => fail(&format!("no suspension: {e}")),
+    };
+    let plan = suspension
+        .payload_json()
+        .unwrap_or_else(|e| fail(&format!("the plan does not read: {e}")));
+    println!("after a restart, run {run_id} waits for a decision on: {plan}");
+    let mut edited: serde_json::Value =
+        serde_json::from_str(&plan).unwrap_or_else(|e| fail(&format!("not JSON: {e}")));
+    edited["vpc_id"] = "vpc-2stag".into();
+    edited["vpc_env"] = "staging".into();
+    println!("the operator edits the plan to vpc-2stag (staging) and approves it");
+    let decision = Decision::Edit {
+        by: "ops@acme".into(),
+        payload: edited,
+    };
+    match wf.decide(&suspension, decision).await {
+        Ok(done) => {
+            print!("{}", done.transcript);
+            println!("completed after the decision: {:?}", done.output);
+            report_ledger(reopened.as_ref(), run_id, &path);
+        }
+        Err(aborted) => fail(&format!("{aborted}")),
+    }
+    report_applied(&wf.deps().applied());
+
+    println!();
+    println!("== run 3: the lookup lists every VPC, tags right ==");
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
     match wf.run(staging_goal()).await {
         Ok(done) => {
             print!("{}", done.transcript);
@@ -59,14 +106,29 @@ async fn main() {
         }
         Err(aborted) => {
             print!("{}", aborted.transcript);
-            println!("unexpected: {aborted}");
-            std::process::exit(1);
+            fail(&format!("{aborted}"));
         }
     }
     println!();
     println!(
         "max hops of any run (computed at compile time): {}",
         deploy::MAX_HOPS
+    );
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("unexpected: {message}");
+    std::process::exit(1);
+}
+
+fn report_applied(applied: &[String]) {
+    println!(
+        "route changes applied: {}",
+        if applied.is_empty() {
+            "none".to_owned()
+        } else {
+            applied.join(", ")
+        }
     );
 }
 

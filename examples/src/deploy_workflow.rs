@@ -1,11 +1,16 @@
 //! The reference incident as a workflow: planner -> network -> terraform.
 //!
 //! The network agent looks up the staging VPC through a paginated cloud
-//! API. When the staging VPC is not on the first page, the agent does what
-//! the agent in the incident did: it takes the first VPC of the page. The
-//! handoff to terraform is valid JSON, but its evidence says the page was
-//! incomplete and the VPC is tagged `production`: terraform's
-//! pre-conditions reject it at the receipt, before any change.
+//! API, and when it does not find it, it does what the agent in the
+//! incident did: it takes the first VPC listed. Two checks stop that:
+//!
+//! - the lookup tool fails fast: a page that says more pages follow is a
+//!   typed `partial result` error, never half a listing for the agent to
+//!   guess around (`FailFast for VpcPage`);
+//! - when the listing is complete but the staging VPC is not in it (its tag
+//!   drifted), the plan for a `production` VPC breaks the root invariant
+//!   `env_pinned` at terraform's receipt; terraform escalates rejections,
+//!   so the run is suspended for a person, who can edit the plan.
 
 use std::sync::Mutex;
 
@@ -74,6 +79,16 @@ impl FakeCloud {
         }
     }
 
+    /// A cloud where the staging VPC's tag drifted: every VPC is listed on
+    /// one page, none is tagged `staging`.
+    pub fn drifted() -> Self {
+        let mut cloud = FakeCloud::one_page();
+        for vpc in &mut cloud.vpcs {
+            vpc.env = Env::Production;
+        }
+        cloud
+    }
+
     /// The route changes applied so far.
     pub fn applied(&self) -> Vec<String> {
         self.applied.lock().map(|v| v.clone()).unwrap_or_default()
@@ -105,6 +120,20 @@ pub struct VpcPage {
     pub next_page: Option<usize>,
 }
 
+/// A page that says more pages follow is a partial result: `describe_vpcs`
+/// fails fast with it instead of handing half a listing to the agent.
+impl FailFast for VpcPage {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        if let Some(next) = self.next_page {
+            return Err(Unusable::Partial(format!(
+                "{} VPCs listed, more on page {next}",
+                self.vpcs.len()
+            )));
+        }
+        self.vpcs.fail_fast()
+    }
+}
+
 /// The `apply_plan` request.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ApplyRequest {
@@ -121,6 +150,9 @@ pub struct Applied {
     pub changed_routes: u32,
 }
 
+/// Every `Applied` is a usable result (zero changed routes included).
+impl FailFast for Applied {}
+
 /// The workflow output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DeployReport {
@@ -134,8 +166,10 @@ pub struct DeployReport {
 pub mod deploy {
     use super::*;
 
-    /// Pinned once per run, visible read-only to every agent.
-    #[invariants]
+    /// Pinned once per run, visible read-only to every agent, checked on
+    /// every transfer: no payload may carry a card number, and every
+    /// environment a payload names must be the pinned one.
+    #[invariants(forbid = ["card_number"], check = [env_pinned])]
     pub struct Root {
         /// The tenant the run works for.
         pub tenant: String,
@@ -193,6 +227,23 @@ pub mod deploy {
         pub routes: u32,
     }
 
+    /// Every `target_env` or `vpc_env` a payload carries is the pinned
+    /// environment.
+    fn env_pinned(root: &Root, transfer: &TransferView<'_>) -> Result<(), String> {
+        let pinned = serde_json::to_value(root.allowed_env).map_err(|e| e.to_string())?;
+        for field in ["target_env", "vpc_env"] {
+            if let Some(env) = transfer.payload.get(field)
+                && *env != pinned
+            {
+                return Err(format!(
+                    "{} carries {field} = {env}, the run is pinned to {pinned}",
+                    transfer.payload_type
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Lists one page of VPCs.
     #[tool(needs = LookupVpc)]
     async fn describe_vpcs(query: VpcQuery, cloud: &FakeCloud) -> Result<VpcPage, ToolError> {
@@ -204,7 +255,7 @@ pub mod deploy {
     }
 
     /// Changes a VPC's route table.
-    #[tool(needs = Apply)]
+    #[tool(needs = Apply, effect = write)]
     async fn apply_plan(request: ApplyRequest, cloud: &FakeCloud) -> Result<Applied, ToolError> {
         let mut applied = cloud
             .applied
@@ -235,8 +286,9 @@ pub mod deploy {
         }))
     }
 
-    /// Looks up the VPC; on an incomplete page it falls back to the first
-    /// VPC listed, as the agent in the incident did.
+    /// Looks up the VPC; when the target is not listed it falls back to the
+    /// first VPC listed, as the agent in the incident did. (On an
+    /// incomplete page it never gets that far: the tool fails fast.)
     #[agent(owns = [LookupVpc], tools = [describe_vpcs], to = [terraform], timeout_ms = 2000)]
     #[pre(task.target_env == cx.root().allowed_env, "the target must be the pinned environment")]
     async fn network(task: NetworkTask, cx: network::Context<'_>) -> Result<network::Next, Reject> {
@@ -270,10 +322,9 @@ pub mod deploy {
         }))
     }
 
-    /// Applies the plan.
-    #[agent(owns = [Apply], tools = [apply_plan], to = [END])]
+    /// Applies the plan. A plan it rejects goes to a person.
+    #[agent(owns = [Apply], tools = [apply_plan], to = [END], on_reject = escalate)]
     #[pre(plan.evidence.iter().all(|e| e.complete), "the plan must rest on complete lookups, not a truncated page")]
-    #[pre(plan.vpc_env == cx.root().allowed_env, "the VPC must carry the pinned environment's tag")]
     #[post(matches!(out, terraform::Next::End(r) if r.changed_routes <= cx.root().max_changed_routes), "at most `max_changed_routes` route changes")]
     async fn terraform(
         plan: TerraformPlan,

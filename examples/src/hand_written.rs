@@ -66,7 +66,7 @@ pub mod counter {
     use workflow_core::session::edge_index;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
-        Executor, Graph, Handoff, Node, Operation, Reject, RunError, Runtime, SchemaSet, Scope,
+        Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet, Scope,
         StopWhen, Transition, Uncertainty,
     };
 
@@ -120,9 +120,14 @@ pub mod counter {
         ];
         fn contract(&self) -> ContractView<'_> {
             ContractView {
+                parts: Self::PARTS,
                 authority: <Self::Authority as Authority>::NAME,
                 expires: AuthorityScope::expiry(&self.scope),
                 stop: &self.stop,
+                open: &self.open,
+                evidence: &self.evidence,
+                max_bytes: Self::MAX_BYTES,
+                max_tokens: Self::MAX_TOKENS,
             }
         }
     }
@@ -161,9 +166,14 @@ pub mod counter {
         ];
         fn contract(&self) -> ContractView<'_> {
             ContractView {
+                parts: Self::PARTS,
                 authority: <Self::Authority as Authority>::NAME,
                 expires: AuthorityScope::expiry(&self.scope),
                 stop: &self.stop,
+                open: &self.open,
+                evidence: &self.evidence,
+                max_bytes: Self::MAX_BYTES,
+                max_tokens: Self::MAX_TOKENS,
             }
         }
     }
@@ -443,7 +453,7 @@ pub mod counter {
         fn route(self, run: &mut Runtime<'_, Spec>) -> Result<Transition<Spec>, RunError> {
             match self {
                 planner::Next::Worker(payload) => {
-                    run.handoff(PLANNER_TO_WORKER, &payload)?;
+                    run.handoff(PLANNER_TO_WORKER, &payload, Some(payload.contract()))?;
                     Ok(Transition::To(State::Worker(payload)))
                 }
             }
@@ -455,7 +465,7 @@ pub mod counter {
         fn route(self, run: &mut Runtime<'_, Spec>) -> Result<Transition<Spec>, RunError> {
             match self {
                 worker::Next::Reviewer(payload) => {
-                    run.handoff(WORKER_TO_REVIEWER, &payload)?;
+                    run.handoff(WORKER_TO_REVIEWER, &payload, Some(payload.contract()))?;
                     Ok(Transition::To(State::Reviewer(payload)))
                 }
             }
@@ -469,11 +479,11 @@ pub mod counter {
         fn route(self, run: &mut Runtime<'_, Spec>) -> Result<Transition<Spec>, RunError> {
             match self {
                 reviewer::Next::Worker(payload) => {
-                    run.handoff(REVIEWER_TO_WORKER, &payload)?;
+                    run.handoff(REVIEWER_TO_WORKER, &payload, Some(payload.contract()))?;
                     Ok(Transition::To(State::Worker(payload)))
                 }
                 reviewer::Next::End(output) => {
-                    run.end(REVIEWER_TO_END, &output)?;
+                    run.end(REVIEWER_TO_END, &output, None)?;
                     Ok(Transition::End(output))
                 }
             }
@@ -520,6 +530,7 @@ pub mod counter {
                     message: "at most MAX_ROUNDS rounds",
                 }],
                 post: &[],
+                on_reject: OnReject::Abort,
             },
             AgentInfo {
                 name: "worker",
@@ -533,6 +544,7 @@ pub mod counter {
                     message: "there is a round left to do",
                 }],
                 post: &[],
+                on_reject: OnReject::Abort,
             },
             AgentInfo {
                 name: "reviewer",
@@ -546,6 +558,7 @@ pub mod counter {
                     expr: "!matches!(out, reviewer::Next::End(t) if t.done == 0)",
                     message: "a run ends with work done",
                 }],
+                on_reject: OnReject::Abort,
             },
         ],
         edges: &[
@@ -607,7 +620,7 @@ pub mod counter {
         /// Records the workflow input on edge 0 (`START -> planner`); its
         /// receipt is decided when `planner` receives it.
         fn start(input: u32, run: &mut Runtime<'_, Spec>) -> Result<State, RunError> {
-            run.handoff(0, &input)?;
+            run.handoff(0, &input, None)?;
             Ok(State::Planner(input))
         }
 

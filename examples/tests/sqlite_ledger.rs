@@ -44,10 +44,15 @@ async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening(
         assert_eq!(reopened.verify_run(run).expect("reads"), Ok(()));
     }
     let rejected = reopened.records(aborted.transcript.run_id()).unwrap();
-    assert!(matches!(
-        rejected.last().unwrap().receipt,
-        workflow_core::Receipt::Rejected { .. }
-    ));
+    // The incident stops when the lookup tool fails fast: the failed turn
+    // is recorded, with the failing call.
+    let last = rejected.last().unwrap();
+    assert!(
+        matches!(&last.receipt, workflow_core::Receipt::TurnFailed { error } if error.contains("partial result")),
+        "{last}"
+    );
+    let turn = last.turn.as_ref().expect("the failed turn's calls are recorded");
+    assert_eq!(turn.tool_calls[0].tool, "describe_vpcs");
 }
 
 #[tokio::test]
@@ -116,6 +121,8 @@ fn a_duplicate_record_is_refused() {
         payload: hex_of("1"),
         receipt: workflow_core::Receipt::Accepted,
         at_us: 0,
+        redelivery: false,
+        turn: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -78,6 +78,12 @@ fn status(records: &[LedgerRecord]) -> String {
             (workflow_core::Receipt::Rejected { reason }, _) => {
                 format!("rejected at {} -> {}: {reason}", r.from, r.to)
             }
+            (workflow_core::Receipt::Escalated { reason }, _) => {
+                format!("suspended at {} -> {}: {reason}", r.from, r.to)
+            }
+            (workflow_core::Receipt::TurnFailed { error }, _) => {
+                format!("failed in {}: {error}", r.to)
+            }
             (_, workflow_core::Endpoint::End) => "completed".into(),
             _ => format!("stopped in {} (resumable)", r.to),
         },
@@ -89,10 +95,32 @@ fn line(r: &LedgerRecord) -> String {
         workflow_core::Receipt::Pending => "pending".to_owned(),
         workflow_core::Receipt::Accepted => "accepted".to_owned(),
         workflow_core::Receipt::Rejected { reason } => format!("REJECTED: {reason}"),
+        workflow_core::Receipt::Escalated { reason } => format!("ESCALATED: {reason}"),
+        workflow_core::Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
+        workflow_core::Receipt::Approved { by, edited } => {
+            format!("approved by {by}{}", if *edited { ", edited" } else { "" })
+        }
     };
+    let calls = r.turn.as_ref().map_or(String::new(), |t| {
+        let calls: Vec<String> = t
+            .tool_calls
+            .iter()
+            .map(|c| match &c.outcome {
+                workflow_core::tool::ToolOutcome::Ok { .. } => format!("{} ok", c.tool),
+                workflow_core::tool::ToolOutcome::Failed { error } => {
+                    format!("{} FAILED ({})", c.tool, error.kind)
+                }
+            })
+            .collect();
+        if calls.is_empty() {
+            String::new()
+        } else {
+            format!(" after tools: {}", calls.join(", "))
+        }
+    });
     let payload = r.payload_json().unwrap_or_else(|e| format!("<{e}>"));
     format!(
-        "#{} hop {} {} -> {} [{receipt}] {} {payload}",
+        "#{} hop {} {} -> {} [{receipt}] {} {payload}{calls}",
         r.seq, r.hop, r.from, r.to, r.payload_type
     )
 }

@@ -62,7 +62,7 @@ async fn runs_show_verify_export() {
     let listing = text(&out.stdout);
     assert!(
         listing.contains(&format!(
-            "{stopped}\tdeploy\t3 records\trejected at network -> terraform"
+            "{stopped}\tdeploy\t3 records\tfailed in network: agent `network`: tool `describe_vpcs` failed (partial result)"
         )),
         "{listing}"
     );
@@ -75,12 +75,16 @@ async fn runs_show_verify_export() {
     assert!(out.status.success());
     let shown = text(&out.stdout);
     assert!(
-        shown.contains("#2 hop 2 network -> terraform [REJECTED: pre-condition"),
+        shown.contains("#2 hop 2 planner -> network [TURN FAILED: agent `network`: tool `describe_vpcs` failed (partial result)"),
         "{shown}"
     );
     assert!(
-        shown.contains(r#""vpc_id":"vpc-0prod""#),
+        shown.contains(r#""target_env":"staging""#),
         "payloads are shown as JSON: {shown}"
+    );
+    assert!(
+        shown.contains("after tools: describe_vpcs FAILED (partial result)"),
+        "tool calls are shown: {shown}"
     );
 
     let out = workflow(&path, &["verify"]);
@@ -127,7 +131,7 @@ async fn diff_names_the_first_differing_transition() {
     let diff = text(&out.stdout);
     assert!(diff.contains("runs differ at transition #2"), "{diff}");
     assert!(
-        diff.contains("vpc-0prod") && diff.contains("vpc-2stag"),
+        diff.contains("TURN FAILED") && diff.contains("vpc-2stag"),
         "{diff}"
     );
 }

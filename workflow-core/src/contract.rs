@@ -172,6 +172,10 @@ pub struct Evidence {
     /// Whether the source returned a complete result (no truncated page, no
     /// partial body). Receivers can make `complete` a pre-condition.
     pub complete: bool,
+    /// The question of an uncertainty item this evidence resolves (see
+    /// [`Evidence::resolving`]); absent for other evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolves: Option<String>,
 }
 
 impl Evidence {
@@ -184,6 +188,7 @@ impl Evidence {
             source: source.into(),
             claim: claim.into(),
             complete: true,
+            resolves: None,
         }
     }
 
@@ -196,7 +201,18 @@ impl Evidence {
             source: source.into(),
             claim: claim.into(),
             complete: false,
+            resolves: None,
         }
+    }
+}
+
+impl Evidence {
+    /// The same evidence, marked as resolving the uncertainty item whose
+    /// question is `question`: how a receiver acknowledges an item it does
+    /// not carry forward.
+    pub fn resolving(mut self, question: impl Into<String>) -> Self {
+        self.resolves = Some(question.into());
+        self
     }
 }
 
@@ -339,12 +355,70 @@ impl StopConditions for StopWhen {
 /// The contract view of a handoff that the executor checks at the receipt.
 #[derive(Clone, Copy)]
 pub struct ContractView<'a> {
+    /// The contract parts and the fields holding them, as `(part, field)`.
+    pub parts: &'static [(&'static str, &'static str)],
     /// The name of the authority the receiver is asked to exercise.
     pub authority: &'static str,
     /// When that delegation expires.
     pub expires: Expiry,
     /// The stop conditions.
     pub stop: &'a dyn StopConditions,
+    /// The open questions (the `#[uncertainty]` part).
+    pub open: &'a dyn OpenQuestions,
+    /// The evidence (the `#[evidence]` part).
+    pub evidence: &'a dyn EvidenceList,
+    /// The largest payload the handoff allows, in bytes of JSON
+    /// (`#[handoff(max_bytes = N)]`).
+    pub max_bytes: Option<u64>,
+    /// The largest payload the handoff allows, in tokens of JSON counted by
+    /// the executor's token counter (`#[handoff(max_tokens = N)]`).
+    pub max_tokens: Option<u64>,
+}
+
+/// The type of an `#[uncertainty]` part: lists the open questions.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an `#[uncertainty]` part",
+    note = "use `Vec<workflow_core::Uncertainty>`, or implement `OpenQuestions` for your type"
+)]
+pub trait OpenQuestions {
+    /// Each open item's question.
+    fn questions(&self) -> Vec<&str>;
+    /// Whether there are none (cheap: checked on every transfer).
+    fn is_empty(&self) -> bool;
+}
+
+impl OpenQuestions for Vec<Uncertainty> {
+    fn questions(&self) -> Vec<&str> {
+        self.iter().map(|u| u.question.as_str()).collect()
+    }
+    fn is_empty(&self) -> bool {
+        <[Uncertainty]>::is_empty(self)
+    }
+}
+
+impl<T: OpenQuestions> OpenQuestions for Option<T> {
+    fn questions(&self) -> Vec<&str> {
+        self.as_ref().map_or_else(Vec::new, T::questions)
+    }
+    fn is_empty(&self) -> bool {
+        self.as_ref().is_none_or(T::is_empty)
+    }
+}
+
+/// The type of an `#[evidence]` part: says which questions it resolves.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an `#[evidence]` part",
+    note = "use `Vec<workflow_core::Evidence>`, or implement `EvidenceList` for your type"
+)]
+pub trait EvidenceList {
+    /// Whether some evidence resolves `question`.
+    fn resolves(&self, question: &str) -> bool;
+}
+
+impl EvidenceList for Vec<Evidence> {
+    fn resolves(&self, question: &str) -> bool {
+        self.iter().any(|e| e.resolves.as_deref() == Some(question))
+    }
 }
 
 /// A payload that crosses a seam: serializable, with a published schema.
@@ -369,6 +443,16 @@ pub trait Handoff: Payload {
     type Authority: Authority;
     /// The fields holding each contract part, as `(part, field)`.
     const PARTS: &'static [(&'static str, &'static str)];
+    /// The largest payload allowed, in bytes of JSON.
+    const MAX_BYTES: Option<u64> = None;
+    /// The largest payload allowed, in tokens.
+    const MAX_TOKENS: Option<u64> = None;
     /// The parts the executor checks at the receipt.
     fn contract(&self) -> ContractView<'_>;
+}
+
+impl<T: EvidenceList> EvidenceList for Option<T> {
+    fn resolves(&self, question: &str) -> bool {
+        self.as_ref().is_some_and(|e| e.resolves(question))
+    }
 }

@@ -11,6 +11,7 @@ use crate::record::{RejectReason, Transcript};
 pub struct Reject {
     reason: Cow<'static, str>,
     tool: Option<ToolError>,
+    escalate: bool,
 }
 
 impl Reject {
@@ -19,7 +20,25 @@ impl Reject {
         Reject {
             reason: reason.into(),
             tool: None,
+            escalate: false,
         }
+    }
+
+    /// Not a refusal: a request for a person's decision. The run is
+    /// suspended with the agent's input; once a person approves (or edits
+    /// the input), the agent's turn runs again and
+    /// [`Context::approval`](crate::Context::approval) says so.
+    pub fn escalate(question: impl Into<Cow<'static, str>>) -> Self {
+        Reject {
+            reason: question.into(),
+            tool: None,
+            escalate: true,
+        }
+    }
+
+    /// Whether this is a request for a person's decision.
+    pub fn is_escalation(&self) -> bool {
+        self.escalate
     }
 
     /// The tool error the refusal came from, if it came from one.
@@ -40,27 +59,129 @@ impl From<ToolError> for Reject {
         Reject {
             reason: Cow::Owned(e.to_string()),
             tool: Some(e),
+            escalate: false,
         }
     }
 }
 
 /// A tool call that did not produce a usable result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tool `{tool}` failed: {message}")]
+///
+/// Results fail fast: an empty result, a partial page, a non-success status
+/// or a schema mismatch is one of these, never a value for the next agent
+/// to guess around (see [`FailFast`](crate::tool::FailFast)).
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    thiserror::Error,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+#[error("tool `{tool}` failed ({kind}): {message}")]
 pub struct ToolError {
     /// The tool's name.
     pub tool: Cow<'static, str>,
+    /// What class of failure.
+    pub kind: ToolErrorKind,
     /// What went wrong.
     pub message: String,
 }
 
+/// The class of a [`ToolError`]: what the executor and the fallback policy
+/// act on.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The tool itself failed (a transport error, an exception): retried
+    /// under a retry policy.
+    Failed,
+    /// The tool answered with a non-success status (retried under a retry
+    /// policy when the status is 429 or 5xx).
+    Status(u16),
+    /// The result was empty where a value was expected.
+    Empty,
+    /// The result was incomplete (a page of more, a truncated list).
+    Partial,
+    /// The result did not match the tool's output schema.
+    Schema,
+    /// The call is outside the scope of the handoff the agent works under
+    /// (another authority, or an expired delegation).
+    OutOfScope,
+    /// The run's tool-call budget is used up.
+    Budget,
+    /// The tool ran past the time it was given.
+    Timeout,
+}
+
+impl ToolErrorKind {
+    /// Whether a retry policy retries this failure: transport failures,
+    /// timeouts, 429 and 5xx statuses. An empty or partial result, a schema
+    /// mismatch, a scope or budget refusal would fail the same way again.
+    pub fn is_transient(self) -> bool {
+        match self {
+            ToolErrorKind::Failed | ToolErrorKind::Timeout => true,
+            ToolErrorKind::Status(code) => code == 429 || code >= 500,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolErrorKind::Failed => f.write_str("failed"),
+            ToolErrorKind::Status(code) => write!(f, "status {code}"),
+            ToolErrorKind::Empty => f.write_str("empty result"),
+            ToolErrorKind::Partial => f.write_str("partial result"),
+            ToolErrorKind::Schema => f.write_str("schema mismatch"),
+            ToolErrorKind::OutOfScope => f.write_str("out of scope"),
+            ToolErrorKind::Budget => f.write_str("budget exhausted"),
+            ToolErrorKind::Timeout => f.write_str("timed out"),
+        }
+    }
+}
+
 impl ToolError {
-    /// A failure of `tool`.
+    /// A failure of `tool` (class [`ToolErrorKind::Failed`]).
     pub fn new(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        ToolError::of(tool, ToolErrorKind::Failed, message)
+    }
+
+    /// A failure of `tool` of class `kind`.
+    pub fn of(
+        tool: impl Into<Cow<'static, str>>,
+        kind: ToolErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
         ToolError {
             tool: tool.into(),
+            kind,
             message: message.into(),
         }
+    }
+
+    /// An empty result of `tool`.
+    pub fn empty(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        ToolError::of(tool, ToolErrorKind::Empty, message)
+    }
+
+    /// A partial result of `tool`.
+    pub fn partial(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        ToolError::of(tool, ToolErrorKind::Partial, message)
+    }
+
+    /// A non-success `status` answered by `tool`.
+    pub fn status(
+        tool: impl Into<Cow<'static, str>>,
+        status: u16,
+        message: impl Into<String>,
+    ) -> Self {
+        ToolError::of(tool, ToolErrorKind::Status(status), message)
     }
 }
 
@@ -104,6 +225,53 @@ pub enum RunError {
         /// The declared timeout.
         after_ms: u64,
     },
+    /// A tool call failed under an `abort` fallback (the default): the run
+    /// stops at the end of the turn, whatever the agent did with the error.
+    #[error("agent `{agent}`: {error}")]
+    ToolFailed {
+        /// The agent whose turn made the call.
+        agent: &'static str,
+        /// The tool's error.
+        error: ToolError,
+    },
+    /// A budget of the run is used up.
+    #[error("agent `{agent}` used up the run's {budget} budget of {limit} ({spent} spent)")]
+    BudgetExhausted {
+        /// The agent whose turn spent it.
+        agent: &'static str,
+        /// Which budget.
+        budget: Cow<'static, str>,
+        /// Its limit.
+        limit: u64,
+        /// What was spent.
+        spent: u64,
+    },
+    /// The run's deadline passed during an agent's turn.
+    #[error("the run's deadline of {after_ms} ms passed during agent `{agent}`'s turn")]
+    DeadlinePassed {
+        /// The agent.
+        agent: &'static str,
+        /// The deadline, in ms after the run started.
+        after_ms: u64,
+    },
+    /// The run is suspended: a transfer to `agent` waits for a person's
+    /// decision ([`Aborted::suspension`], `Executor::decide`).
+    #[error("the run is suspended: the transfer to `{agent}` waits for a decision: {reason}")]
+    Suspended {
+        /// The receiver whose transfer waits.
+        agent: &'static str,
+        /// Why.
+        reason: crate::record::Escalation,
+    },
+    /// A decision on a suspended run could not be applied (the run stays
+    /// suspended).
+    #[error("the decision cannot be applied: {0}")]
+    Decision(String),
+    /// Internal: a rejection routed back to the sender; the run goes on with
+    /// the sender's turn. Never returned by a run.
+    #[doc(hidden)]
+    #[error("the handoff was returned to its sender")]
+    Returned,
     /// A payload could not be serialized for the record.
     #[error("payload {from} -> {to} could not be encoded: {error}")]
     Encode {

@@ -5,8 +5,14 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::contract::{Authority, ContractView, Payload, Scope};
-use crate::error::{Reject, RunError, ToolError};
+use std::sync::Arc;
+
+use crate::budget::{BudgetExhausted, Usage};
+use crate::contract::{Authority, ContractView, Expiry, Payload, Scope};
+use crate::error::{Reject, RunError, ToolError, ToolErrorKind};
+pub use crate::ledger::PayloadFormat;
+use crate::record::RejectReason;
+use crate::tool::{Effect, Fallback, FailFast, Then, ToolCallRecord, ToolOutcome};
 use crate::graph::{Condition, Graph};
 use crate::runtime::{Runtime, agent_name};
 use crate::schema::SchemaSet;
@@ -21,7 +27,7 @@ pub trait Workflow: Sized + Send + Sync + 'static {
     /// What a run ends with.
     type Output: Payload;
     /// The invariants pinned for every run (`#[invariants]`), or `()`.
-    type Root: Send + Sync + 'static;
+    type Root: crate::invariant::Invariants;
     /// What tools need to do their work (clients, fakes), or `()`.
     type Deps: Send + Sync + 'static;
     /// Which agent runs next, with its input.
@@ -48,9 +54,11 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         async move {
             let mut state = state;
             loop {
-                match Self::turn(state, run).await? {
-                    Transition::To(next) => state = next,
-                    Transition::End(output) => return Ok(output),
+                match Self::turn(state, run).await {
+                    Ok(Transition::To(next)) => state = next,
+                    Ok(Transition::End(output)) => return Ok(output),
+                    Err(RunError::Returned) => state = run.return_to_sender()?,
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -66,6 +74,17 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         let _ = payload;
         Err(format!(
             "workflow `{}` cannot restore agent {agent}: it implements no `Workflow::restore`",
+            Self::GRAPH.name
+        ))
+    }
+
+    /// Writes the canonical bytes of the input that `state` carries (to
+    /// record a payload a person edited at an escalation). The default says
+    /// the workflow cannot; generated workflows can.
+    fn encode_state(state: &Self::State, out: &mut Vec<u8>) -> Result<PayloadFormat, String> {
+        let _ = (state, out);
+        Err(format!(
+            "workflow `{}` cannot encode its states: it implements no `Workflow::encode_state`",
             Self::GRAPH.name
         ))
     }
@@ -140,10 +159,17 @@ pub trait Route<W: Workflow>: Send + Sized {
 pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
     /// The tool's name.
     const NAME: &'static str;
+    /// The authority a call needs (checked against the scope of the handoff
+    /// the calling agent works under), if any.
+    const NEEDS: Option<&'static str> = None;
+    /// What the tool does to the world.
+    const EFFECT: Effect = Effect::Read;
+    /// What happens when a call fails.
+    const FALLBACK: Fallback = Fallback::ABORT;
     /// Its input.
     type Input: Payload;
-    /// Its output.
-    type Output: Payload;
+    /// Its output: fails fast when empty, partial or a failure status.
+    type Output: Payload + FailFast;
     /// Calls the tool.
     fn call(
         self,
@@ -167,7 +193,73 @@ pub struct Context<'x, W: Workflow, A> {
     pub(crate) deps: &'x W::Deps,
     pub(crate) hop: u32,
     pub(crate) run_id: u64,
+    /// The scope of the handoff the agent works under (`None` for the
+    /// workflow input, which delegates nothing).
+    pub(crate) scope: Option<(&'static str, Expiry)>,
+    pub(crate) shared: Arc<RunShared>,
     pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+/// What a run's turns share with the executor: the log of the current
+/// turn (tool calls, usage, failures) and the budgets.
+#[derive(Default)]
+pub(crate) struct RunShared {
+    pub(crate) budget: Option<crate::budget::Budget>,
+    /// Set once anything is logged, so that a turn without tool calls or
+    /// charges costs one atomic load.
+    pub(crate) dirty: std::sync::atomic::AtomicBool,
+    pub(crate) log: std::sync::Mutex<TurnLog>,
+}
+
+/// The log of the current turn.
+#[derive(Default)]
+pub(crate) struct TurnLog {
+    pub(crate) next_call: u32,
+    pub(crate) calls: Vec<ToolCallRecord>,
+    pub(crate) usage: Usage,
+    /// Spent by the run before this turn.
+    pub(crate) spent_before: Usage,
+    /// The first call that failed under its fallback policy.
+    pub(crate) failure: Option<(ToolError, Then)>,
+    /// The rejection this turn's earlier handoff got back, when the turn
+    /// runs again because of it.
+    pub(crate) returned: Option<Returned>,
+    /// The person who approved this turn's input at an escalation.
+    pub(crate) approval: Option<Approval>,
+}
+
+impl RunShared {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, TurnLog> {
+        // A panic in another task holding the lock leaves a log that is
+        // still consistent (every write is one push or one add).
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn mark(&self) {
+        self.dirty
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A handoff returned to its sender: the receiver rejected it, and the
+/// sender's turn runs again to handle the rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returned {
+    /// The receiver that rejected it.
+    pub by: &'static str,
+    /// Why.
+    pub reason: RejectReason,
+    /// How many times this receiver has returned a handoff in this run.
+    pub times: u32,
+}
+
+/// A person's approval of an escalated transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Who approved.
+    pub by: String,
+    /// Whether the payload was edited.
+    pub edited: bool,
 }
 
 impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
@@ -204,7 +296,55 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         Scope::new(authority)
     }
 
+    /// When this turn runs again because the receiver of its handoff
+    /// returned it: who, and why. Handle it: sending the same payload again
+    /// is rejected.
+    pub fn returned(&self) -> Option<Returned> {
+        self.shared.lock().returned.clone()
+    }
+
+    /// When this turn runs after a person approved its input at an
+    /// escalation: who, and whether they edited it.
+    pub fn approval(&self) -> Option<Approval> {
+        self.shared.lock().approval.clone()
+    }
+
+    /// Charges `usage` (tokens, cost) to the run's budget. Past a budget it
+    /// is an error; the run stops with
+    /// [`RunError::BudgetExhausted`] at the end of the turn whatever the
+    /// agent does with the error.
+    pub fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
+        let mut log = self.shared.lock();
+        log.usage.add(&usage);
+        self.shared.mark();
+        let mut spent = log.spent_before;
+        spent.add(&log.usage);
+        match self.shared.budget.and_then(|b| b.over(&spent, false)) {
+            Some((budget, limit, spent)) => Err(BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// What the run has spent so far, this turn included.
+    pub fn spent(&self) -> Usage {
+        let log = self.shared.lock();
+        let mut spent = log.spent_before;
+        spent.add(&log.usage);
+        spent
+    }
+
     /// Calls a tool this agent is granted.
+    ///
+    /// Before the call: the tool's authority must be the one the handoff
+    /// delegates, not expired, and the tool-call budget must have room.
+    /// After it: the result must pass the output's [`FailFast`] rule;
+    /// transient failures are retried as the tool declares. Every call is
+    /// recorded (arguments, result and its digest, outcome, attempts,
+    /// duration) with the transfer its turn produces.
     pub fn call<T>(&self, tool: T, input: T::Input) -> ToolCall<'x, T::Output>
     where
         T: Tool<W>,
@@ -219,16 +359,152 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             gen_ai.conversation.id = self.run_id,
             "error.type" = tracing::field::Empty,
         );
+        let deps = self.deps;
+        let shared = self.shared.clone();
+        let scope = self.scope;
+        let hop = self.hop;
+        let call = async move { call_tool::<W, T>(tool, input, deps, &shared, scope, hop).await };
         #[cfg(feature = "tracing")]
-        let call = tracing::Instrument::instrument(tool.call(input, self.deps), span.clone());
-        #[cfg(not(feature = "tracing"))]
-        let call = tool.call(input, self.deps);
+        let call = tracing::Instrument::instrument(call, span.clone());
         ToolCall {
             call: Box::pin(call),
             #[cfg(feature = "tracing")]
             span,
         }
     }
+}
+
+/// Whether the scope of the handoff an agent works under covers a call of
+/// a tool needing `needs` at hop `hop`.
+fn check_scope(
+    tool: &'static str,
+    needs: Option<&'static str>,
+    scope: Option<(&'static str, Expiry)>,
+    hop: u32,
+) -> Result<(), ToolError> {
+    let (Some(needs), Some((authority, expires))) = (needs, scope) else {
+        return Ok(());
+    };
+    if authority != needs {
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!(
+                "the tool needs authority `{needs}`, the handoff this turn works under delegates `{authority}`"
+            ),
+        ));
+    }
+    let expired = match expires {
+        Expiry::Never => false,
+        Expiry::AtHop(h) => hop > h,
+        Expiry::AtUnixMs(ms) => crate::contract::Moment { hop }.unix_ms() >= ms,
+    };
+    if expired {
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!("the scope over authority `{needs}` has expired"),
+        ));
+    }
+    Ok(())
+}
+
+async fn call_tool<W: Workflow, T: Tool<W>>(
+    tool: T,
+    input: T::Input,
+    deps: &W::Deps,
+    shared: &RunShared,
+    scope: Option<(&'static str, Expiry)>,
+    hop: u32,
+) -> Result<T::Output, ToolError> {
+    let started = std::time::Instant::now();
+    let index = {
+        let mut log = shared.lock();
+        log.next_call += 1;
+        log.next_call - 1
+    };
+    shared.mark();
+    let arguments = serde_json::to_string(&input);
+    let mut attempts = 0;
+    let outcome: Result<(T::Output, String), ToolError> = async {
+        let arguments = arguments
+            .as_ref()
+            .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
+        check_scope(T::NAME, T::NEEDS, scope, hop)?;
+        {
+            let mut log = shared.lock();
+            log.usage.tool_calls += 1;
+            let mut spent = log.spent_before;
+            spent.add(&log.usage);
+            if let Some(budget) = shared.budget
+                && let Some(limit) = budget.tool_calls
+                && spent.tool_calls > limit
+            {
+                return Err(ToolError::of(
+                    T::NAME,
+                    ToolErrorKind::Budget,
+                    format!("the run's budget of {limit} tool calls is used up"),
+                ));
+            }
+        }
+        let mut input = Some(input);
+        let mut backoff = T::FALLBACK.backoff_ms;
+        loop {
+            attempts += 1;
+            let this = match input.take() {
+                Some(first) => first,
+                // A retry: the arguments again, from their recorded text.
+                None => serde_json::from_str(arguments).map_err(|e| {
+                    ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
+                })?,
+            };
+            let result = match tool.call(this, deps).await {
+                Ok(out) => match out.fail_fast() {
+                    Ok(()) => match serde_json::to_string(&out) {
+                        Ok(text) => Ok((out, text)),
+                        Err(e) => Err(ToolError::of(
+                            T::NAME,
+                            ToolErrorKind::Schema,
+                            format!("the result does not serialize: {e}"),
+                        )),
+                    },
+                    Err(unusable) => Err(unusable.into_error(T::NAME)),
+                },
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(e) if e.kind.is_transient() && attempts <= T::FALLBACK.retries => {
+                    tokio::time::sleep(std::time::Duration::from_millis(backoff)).await;
+                    backoff = backoff.saturating_mul(2);
+                }
+                other => return other,
+            }
+        }
+    }
+    .await;
+    let duration_us = started.elapsed().as_micros() as u64;
+    let mut log = shared.lock();
+    let (result, recorded) = match outcome {
+        Ok((out, text)) => {
+            let digest = crate::tool::digest(&text);
+            (Ok(out), ToolOutcome::Ok { result: text, digest })
+        }
+        Err(error) => {
+            if log.failure.is_none() {
+                log.failure = Some((error.clone(), T::FALLBACK.then));
+            }
+            (Err(error.clone()), ToolOutcome::Failed { error })
+        }
+    };
+    log.calls.push(ToolCallRecord {
+        tool: std::borrow::Cow::Borrowed(T::NAME),
+        index,
+        arguments: arguments.unwrap_or_default(),
+        outcome: recorded,
+        attempts,
+        duration_us,
+    });
+    result
 }
 
 /// A tool call under way: `cx.call(tool, input).await`.
@@ -250,8 +526,8 @@ impl<O> Future for ToolCall<'_, O> {
     ) -> std::task::Poll<Self::Output> {
         let poll = self.call.as_mut().poll(cx);
         #[cfg(feature = "tracing")]
-        if let std::task::Poll::Ready(Err(_)) = &poll {
-            self.span.record("error.type", "tool_error");
+        if let std::task::Poll::Ready(Err(e)) = &poll {
+            self.span.record("error.type", tool_error_type(e.kind));
         }
         poll
     }
@@ -269,7 +545,29 @@ impl<A> Granted<NoToolEither> for A {}
 
 impl<W: Workflow, A> Clone for Context<'_, W, A> {
     fn clone(&self) -> Self {
-        *self
+        Context {
+            root: self.root,
+            deps: self.deps,
+            hop: self.hop,
+            run_id: self.run_id,
+            scope: self.scope,
+            shared: self.shared.clone(),
+            agent: PhantomData,
+        }
     }
 }
-impl<W: Workflow, A> Copy for Context<'_, W, A> {}
+
+/// The `error.type` of a tool error (a stable, low-cardinality name).
+#[cfg(feature = "tracing")]
+fn tool_error_type(kind: ToolErrorKind) -> &'static str {
+    match kind {
+        ToolErrorKind::Failed => "tool_error",
+        ToolErrorKind::Status(_) => "status",
+        ToolErrorKind::Empty => "empty_result",
+        ToolErrorKind::Partial => "partial_result",
+        ToolErrorKind::Schema => "schema_mismatch",
+        ToolErrorKind::OutOfScope => "out_of_scope",
+        ToolErrorKind::Budget => "budget_exhausted",
+        ToolErrorKind::Timeout => "timeout",
+    }
+}

@@ -50,6 +50,25 @@ pub struct AgentInfo {
     pub pre: &'static [Condition],
     /// Its post-conditions.
     pub post: &'static [Condition],
+    /// What a rejection at its receipt does.
+    pub on_reject: OnReject,
+}
+
+/// What a rejection at an agent's receipt does (`#[agent(on_reject = ..)]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(tag = "then", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OnReject {
+    /// The run stops with the rejection (the default).
+    #[default]
+    Abort,
+    /// The run is suspended for a person's decision.
+    Escalate,
+    /// The handoff goes back to its sender, whose turn runs again with the
+    /// rejection in its context; at most `max` times per run.
+    Sender {
+        /// How many times this agent may return a handoff in one run.
+        max: u32,
+    },
 }
 
 /// A handoff edge as declared.
@@ -82,6 +101,16 @@ pub struct ToolInfo {
     pub output_schema: SchemaName,
     /// The authority it needs, if any.
     pub needs: Option<&'static str>,
+    /// What it does (its doc comment).
+    pub description: &'static str,
+    /// What it does to the world.
+    pub effect: crate::tool::Effect,
+    /// What happens when a call fails.
+    pub fallback: crate::tool::Fallback,
+    /// Its input's JSON Schema (draft 2020-12).
+    pub input_schema_doc: fn() -> schemars::Schema,
+    /// Its output's JSON Schema (draft 2020-12).
+    pub output_schema_doc: fn() -> schemars::Schema,
 }
 
 /// The whole static description of a workflow.

@@ -55,6 +55,12 @@ pub struct LedgerRecord {
     pub receipt: Receipt,
     /// Microseconds since the run started.
     pub at_us: u64,
+    /// The same transfer delivered again after an escalation.
+    pub redelivery: bool,
+    /// The sender's turn that produced this transfer (its tool calls with
+    /// arguments, results and outcomes, and the usage it charged), when it
+    /// had any.
+    pub turn: Option<crate::record::TurnRecord>,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -92,6 +98,14 @@ impl LedgerRecord {
                 .as_bytes(),
         );
         field(&self.at_us.to_le_bytes());
+        // Absent for most records: hashed as nothing, so records without a
+        // turn hash as they always did.
+        if self.redelivery {
+            field(b"redelivery");
+        }
+        if let Some(turn) = &self.turn {
+            field(serde_json::to_string(turn).unwrap_or_default().as_bytes());
+        }
         hex::encode(h.finalize())
     }
 

@@ -39,29 +39,43 @@
 
 #![warn(missing_docs)]
 
+pub mod budget;
 mod canonical;
 pub mod contract;
 pub mod error;
+pub mod escalation;
 pub mod executor;
 pub mod graph;
+pub mod invariant;
 pub mod ledger;
 pub mod manifest;
 pub mod record;
 pub mod runtime;
 pub mod schema;
 pub mod session;
+pub mod tool;
+pub mod validate;
 
+pub use budget::{Budget, BudgetExhausted, Usage};
 pub use contract::{
-    Authority, AuthorityScope, ContractView, Evidence, Expiry, Handoff, Moment, Operation, Owns,
-    Payload, Scope, StopCondition, StopConditions, StopWhen, Uncertainty,
+    Authority, AuthorityScope, ContractView, Evidence, EvidenceList, Expiry, Handoff, Moment,
+    OpenQuestions, Operation, Owns, Payload, Scope, StopCondition, StopConditions, StopWhen,
+    Uncertainty,
 };
-pub use error::{Aborted, Completed, Reject, RunError, ToolError};
+pub use error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
+pub use escalation::{Decision, Suspension};
 pub use executor::{
-    Agent, Context, Granted, RecordedPayload, Route, Tool, ToolCall, Transition, Workflow,
+    Agent, Approval, Context, Granted, RecordedPayload, Returned, Route, Tool, ToolCall,
+    Transition, Workflow,
 };
-pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, ToolInfo};
+pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, OnReject, ToolInfo};
+pub use invariant::{Gate, Invariants, TransferView};
 pub use manifest::Manifest;
-pub use record::{Endpoint, Receipt, RecordError, RejectReason, Transcript, TransferRecord};
+pub use record::{
+    Endpoint, Escalation, Receipt, RecordError, RejectReason, Transcript, TransferRecord,
+    TurnRecord,
+};
+pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
 pub use runtime::Runtime;
 pub use schema::{Drift, SchemaSet};
 pub use session::{Executor, Session, Step};
@@ -74,9 +88,13 @@ pub mod prelude {
     pub use crate::contract::{
         Evidence, Expiry, Handoff, Operation, Scope, StopCondition, StopWhen, Uncertainty,
     };
-    pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError};
+    pub use crate::budget::{Budget, Usage};
+    pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
+    pub use crate::escalation::{Decision, Suspension};
     pub use crate::record::{Receipt, RejectReason};
     pub use crate::session::{Executor, Step};
+    pub use crate::invariant::TransferView;
+    pub use crate::tool::{FailFast, Unusable};
     #[cfg(feature = "macros")]
     pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 }
@@ -87,14 +105,36 @@ pub mod __private {
     pub use crate::session::edge_index;
     pub use schemars;
     pub use serde;
+    pub use serde_json;
     pub use std::borrow::Cow;
     pub use std::format;
     pub use std::future::Future;
     pub use std::option::Option;
     pub use std::result::Result;
     pub use std::string::String;
+    pub use std::vec::Vec;
     pub use std::time::Duration;
     pub use tokio::time::timeout;
+
+    /// The JSON Schema (draft 2020-12) of `T`, for the static graph.
+    pub fn schema_doc<T: schemars::JsonSchema>() -> schemars::Schema {
+        schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<T>()
+    }
+
+    /// Writes the canonical bytes of `payload` (for `Workflow::encode_state`).
+    pub fn encode<P: serde::Serialize>(
+        out: &mut Vec<u8>,
+        payload: &P,
+    ) -> Result<crate::ledger::PayloadFormat, String> {
+        crate::canonical::encode(out, payload)
+    }
+
+    /// The root invariants as JSON (for `Invariants::to_json`).
+    pub fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, String> {
+        serde_json::to_value(value).map_err(|e| e.to_string())
+    }
 
     /// The authority of a handoff whose `#[authority]` part is missing (a
     /// compile error already): every agent "owns" it, so nothing follows
@@ -109,6 +149,12 @@ pub mod __private {
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).
     pub static NO_STOP: crate::StopWhen = crate::StopWhen { any: Vec::new() };
+    /// The open questions of a handoff whose `#[uncertainty]` part is
+    /// missing (a compile error already).
+    pub static NO_OPEN: Vec<crate::Uncertainty> = Vec::new();
+    /// The evidence of a handoff whose `#[evidence]` part is missing (a
+    /// compile error already).
+    pub static NO_EVIDENCE: Vec<crate::Evidence> = Vec::new();
     /// Autoref specialisation: the contract of an entry agent's input if it
     /// is a handoff, `None` otherwise (`(&ContractProbe(x)).contract_view()`
     /// with both traits in scope).

@@ -37,6 +37,75 @@ pub enum RejectReason {
         /// Which condition.
         condition: String,
     },
+    /// The contract delegates an authority the receiver does not own (only a
+    /// hand-written workflow can get here: generated ones do not compile).
+    ScopeNotOwned {
+        /// The authority.
+        authority: Cow<'static, str>,
+    },
+    /// The run's deadline passed.
+    DeadlinePassed {
+        /// The deadline, in ms after the run started.
+        after_ms: u64,
+    },
+    /// One of the run's budgets is used up.
+    BudgetExhausted {
+        /// Which budget: `tokens`, `cost_micros` or `tool_calls`.
+        budget: Cow<'static, str>,
+        /// Its limit.
+        limit: u64,
+        /// What was spent.
+        spent: u64,
+    },
+    /// The payload is larger than its handoff allows (never truncated).
+    TooLarge {
+        /// `bytes` or `tokens`.
+        unit: Cow<'static, str>,
+        /// The payload's size.
+        size: u64,
+        /// The declared maximum.
+        max: u64,
+    },
+    /// The payload carries a field the root invariants forbid.
+    ForbiddenField {
+        /// The forbidden path as declared (`customer.ssn`).
+        path: String,
+    },
+    /// A declared invariant does not hold for this transfer.
+    InvariantBroken {
+        /// The invariant's name.
+        invariant: Cow<'static, str>,
+        /// What its check said.
+        message: String,
+    },
+    /// The executor's gate (a policy, an acceptance hook) denied the transfer.
+    Denied {
+        /// The gate's name.
+        gate: Cow<'static, str>,
+        /// Its messages.
+        messages: Vec<String>,
+    },
+    /// A payload that crossed a serialization boundary (from a person, a
+    /// model, storage) does not match the receiver's input schema.
+    SchemaMismatch {
+        /// The validator's messages.
+        errors: Vec<String>,
+    },
+    /// The sender dropped an uncertainty item it received: neither carried
+    /// forward, nor resolved with evidence, nor escalated.
+    UncertaintyDropped {
+        /// The item's question.
+        question: String,
+    },
+    /// A sender whose handoff was returned to it sent the same payload again.
+    ResentUnchanged,
+    /// A person rejected the transfer at an escalation.
+    HumanRejected {
+        /// Who decided.
+        by: String,
+        /// Why.
+        note: String,
+    },
 }
 
 impl fmt::Display for RejectReason {
@@ -53,6 +122,40 @@ impl fmt::Display for RejectReason {
             RejectReason::StopConditionMet { condition } => {
                 write!(f, "stop condition met: {condition}")
             }
+            RejectReason::ScopeNotOwned { authority } => {
+                write!(f, "the receiver does not own authority `{authority}`")
+            }
+            RejectReason::DeadlinePassed { after_ms } => {
+                write!(f, "the run's deadline of {after_ms} ms passed")
+            }
+            RejectReason::BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            } => write!(f, "{budget} budget of {limit} used up ({spent} spent)"),
+            RejectReason::TooLarge { unit, size, max } => {
+                write!(f, "payload of {size} {unit} exceeds the handoff's maximum of {max}")
+            }
+            RejectReason::ForbiddenField { path } => {
+                write!(f, "payload carries forbidden field `{path}`")
+            }
+            RejectReason::InvariantBroken { invariant, message } => {
+                write!(f, "invariant `{invariant}` broken: {message}")
+            }
+            RejectReason::Denied { gate, messages } => {
+                write!(f, "denied by {gate}: {}", messages.join("; "))
+            }
+            RejectReason::SchemaMismatch { errors } => {
+                write!(f, "payload does not match its schema: {}", errors.join("; "))
+            }
+            RejectReason::UncertaintyDropped { question } => write!(
+                f,
+                "uncertainty `{question}` was dropped (carry it forward, resolve it with evidence, or escalate)"
+            ),
+            RejectReason::ResentUnchanged => {
+                f.write_str("the returned handoff was sent again unchanged")
+            }
+            RejectReason::HumanRejected { by, note } => write!(f, "rejected by {by}: {note}"),
         }
     }
 }
@@ -70,6 +173,60 @@ pub enum Receipt {
         /// Why.
         reason: RejectReason,
     },
+    /// The transfer waits for a person's decision: a receipt check failed
+    /// on an agent whose rejections escalate, a tool failed under an
+    /// `escalate` fallback, or an agent asked. The run is suspended.
+    Escalated {
+        /// Why.
+        reason: Escalation,
+    },
+    /// A person approved the escalated transfer (as it was, or edited and
+    /// checked again); the receiver's body ran.
+    Approved {
+        /// Who decided.
+        by: String,
+        /// Whether the payload was edited.
+        edited: bool,
+    },
+    /// Not an answer before work: the outcome of the receiver's turn on
+    /// this transfer, which failed and stopped the run (a tool failure, the
+    /// agent's error, a broken post-condition, a timeout, a spent budget).
+    /// Recorded on a redelivery of the transfer, with the turn's tool calls.
+    TurnFailed {
+        /// What stopped the run.
+        error: String,
+    },
+}
+
+/// Why a transfer waits for a person's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "cause", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Escalation {
+    /// A receipt check failed on an agent whose rejections escalate.
+    Rejected {
+        /// The check that failed.
+        reason: RejectReason,
+    },
+    /// A tool failed under an `escalate` fallback during the receiver's turn.
+    ToolFailed {
+        /// The tool's error.
+        error: crate::error::ToolError,
+    },
+    /// The receiver asked for a decision ([`Reject::escalate`](crate::Reject::escalate)).
+    Requested {
+        /// What it asked.
+        question: String,
+    },
+}
+
+impl fmt::Display for Escalation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Escalation::Rejected { reason } => write!(f, "{reason}"),
+            Escalation::ToolFailed { error } => write!(f, "{error}"),
+            Escalation::Requested { question } => write!(f, "the agent asks: {question}"),
+        }
+    }
 }
 
 // Written by hand: serde ignores `deny_unknown_fields` on the unit
@@ -77,26 +234,57 @@ pub enum Receipt {
 // lose a field silently.
 impl<'de> Deserialize<'de> for Receipt {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
         #[derive(Deserialize)]
         #[serde(rename_all = "snake_case")]
         enum Status {
             Pending,
             Accepted,
             Rejected,
+            Escalated,
+            Approved,
+            TurnFailed,
         }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Wire {
             status: Status,
-            reason: Option<RejectReason>,
+            reason: Option<serde_json::Value>,
+            by: Option<String>,
+            edited: Option<bool>,
+            error: Option<String>,
         }
         let wire = Wire::deserialize(d)?;
-        match (wire.status, wire.reason) {
-            (Status::Pending, None) => Ok(Receipt::Pending),
-            (Status::Accepted, None) => Ok(Receipt::Accepted),
-            (Status::Rejected, Some(reason)) => Ok(Receipt::Rejected { reason }),
-            (Status::Rejected, None) => Err(serde::de::Error::missing_field("reason")),
-            (_, Some(_)) => Err(serde::de::Error::unknown_field("reason", &["status"])),
+        let reason = |v: Option<serde_json::Value>| -> Result<serde_json::Value, D::Error> {
+            v.ok_or_else(|| D::Error::missing_field("reason"))
+        };
+        if wire.error.is_some() && !matches!(wire.status, Status::TurnFailed) {
+            return Err(D::Error::custom("only a `turn_failed` receipt carries an `error`"));
+        }
+        let only_status = |w: &Wire| w.reason.is_none() && w.by.is_none() && w.edited.is_none();
+        match wire.status {
+            Status::Pending if only_status(&wire) => Ok(Receipt::Pending),
+            Status::Accepted if only_status(&wire) => Ok(Receipt::Accepted),
+            Status::Rejected if wire.by.is_none() && wire.edited.is_none() => {
+                Ok(Receipt::Rejected {
+                    reason: serde_json::from_value(reason(wire.reason)?).map_err(D::Error::custom)?,
+                })
+            }
+            Status::Escalated if wire.by.is_none() && wire.edited.is_none() => {
+                Ok(Receipt::Escalated {
+                    reason: serde_json::from_value(reason(wire.reason)?).map_err(D::Error::custom)?,
+                })
+            }
+            Status::TurnFailed if only_status(&wire) => Ok(Receipt::TurnFailed {
+                error: wire.error.ok_or_else(|| D::Error::missing_field("error"))?,
+            }),
+            Status::Approved if wire.reason.is_none() => Ok(Receipt::Approved {
+                by: wire.by.ok_or_else(|| D::Error::missing_field("by"))?,
+                edited: wire.edited.ok_or_else(|| D::Error::missing_field("edited"))?,
+            }),
+            _ => Err(D::Error::custom(
+                "a receipt carries only the fields of its status",
+            )),
         }
     }
 }
@@ -146,6 +334,12 @@ pub struct TransferRecord {
     pub receipt: Receipt,
     /// Microseconds since the run started.
     pub at_us: u64,
+    /// The same transfer delivered again after an escalation (not a new
+    /// handoff).
+    pub redelivery: bool,
+    /// The sender's turn that produced this transfer, when it called tools
+    /// or charged usage.
+    pub turn: Option<TurnRecord>,
 }
 
 /// A record that cannot be given back.
@@ -170,19 +364,46 @@ pub(crate) struct Entry {
     pub(crate) hop: u32,
     pub(crate) edge: u16,
     pub(crate) status: Status,
+    /// The same transfer again, after an escalation (not a new handoff).
+    pub(crate) redelivery: bool,
     pub(crate) format: crate::canonical::Format,
     pub(crate) start: u32,
     pub(crate) end: u32,
     pub(crate) at_us: u64,
 }
 
-/// A receipt without its reason: a run stops at its first rejection, so
-/// the one reason is kept once, beside the entries.
+/// A receipt without its details: the reasons and decisions of the few
+/// receipts that have them are kept beside the entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     Pending,
     Accepted,
     Rejected,
+    Escalated,
+    Approved,
+    TurnFailed,
+}
+
+impl Status {
+    /// The receiver's body ran (or runs) on this transfer.
+    pub(crate) fn ran(self) -> bool {
+        matches!(self, Status::Accepted | Status::Approved)
+    }
+}
+
+/// What happened during one agent turn besides its handoff: the tool calls
+/// and the usage charged. Kept only for turns that have any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRecord {
+    /// The agent.
+    pub agent: Cow<'static, str>,
+    /// The sequence number of the transfer the turn worked on.
+    pub input_seq: u32,
+    /// Every tool call, in the order they started.
+    pub tool_calls: Vec<crate::tool::ToolCallRecord>,
+    /// Tokens and cost the turn charged.
+    pub usage: crate::budget::Usage,
 }
 
 /// Every transfer of one run, in order: the executor's witness.
@@ -192,8 +413,12 @@ pub struct Transcript {
     pub(crate) graph: &'static crate::Graph,
     pub(crate) entries: Vec<Entry>,
     pub(crate) bytes: Vec<u8>,
-    /// The reason of the one rejected entry, if any.
-    pub(crate) rejection: Option<RejectReason>,
+    /// The receipts with details (rejected, escalated, approved), by entry.
+    pub(crate) notes: Vec<(u32, Receipt)>,
+    /// The turns with tool calls or usage, by the entry each one produced
+    /// (the transfer out of the turn; for a turn that stopped the run, the
+    /// entry after the last one).
+    pub(crate) turns: Vec<(u32, TurnRecord)>,
 }
 
 impl Transcript {
@@ -203,7 +428,8 @@ impl Transcript {
             graph,
             entries: Vec::with_capacity(32),
             bytes: Vec::with_capacity(4096),
-            rejection: None,
+            notes: Vec::new(),
+            turns: Vec::new(),
         }
     }
 
@@ -263,6 +489,8 @@ impl Transcript {
             payload: self.payload(i)?,
             receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
             at_us: e.at_us,
+            redelivery: e.redelivery,
+            turn: self.turn(i).cloned(),
         })
     }
 
@@ -285,6 +513,8 @@ impl Transcript {
             payload: hex::encode(self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?),
             receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
             at_us: e.at_us,
+            redelivery: e.redelivery,
+            turn: self.turn(i).cloned(),
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
@@ -303,10 +533,59 @@ impl Transcript {
         Some(match self.entries.get(i)?.status {
             Status::Pending => Receipt::Pending,
             Status::Accepted => Receipt::Accepted,
-            Status::Rejected => Receipt::Rejected {
-                reason: self.rejection.clone()?,
-            },
+            Status::Rejected | Status::Escalated | Status::Approved | Status::TurnFailed => self
+                .notes
+                .iter()
+                .rev()
+                .find(|(at, _)| *at as usize == i)?
+                .1
+                .clone(),
         })
+    }
+
+    /// Marks entry `i` with a receipt that has details.
+    pub(crate) fn note(&mut self, i: usize, receipt: Receipt) {
+        let status = match &receipt {
+            Receipt::Pending => Status::Pending,
+            Receipt::Accepted => Status::Accepted,
+            Receipt::Rejected { .. } => Status::Rejected,
+            Receipt::Escalated { .. } => Status::Escalated,
+            Receipt::Approved { .. } => Status::Approved,
+            Receipt::TurnFailed { .. } => Status::TurnFailed,
+        };
+        if let Some(e) = self.entries.get_mut(i) {
+            e.status = status;
+            if status != Status::Pending && status != Status::Accepted {
+                self.notes.push((i as u32, receipt));
+            }
+        }
+    }
+
+    /// The last rejection or escalation reason recorded, if any.
+    pub fn last_rejection(&self) -> Option<&RejectReason> {
+        self.notes.iter().rev().find_map(|(_, r)| match r {
+            Receipt::Rejected { reason } => Some(reason),
+            Receipt::Escalated {
+                reason: Escalation::Rejected { reason },
+            } => Some(reason),
+            _ => None,
+        })
+    }
+
+    /// The turn that produced entry `i` (its tool calls and usage), if it
+    /// had any.
+    pub fn turn(&self, i: usize) -> Option<&TurnRecord> {
+        self.turns
+            .iter()
+            .find(|(at, _)| *at as usize == i)
+            .map(|(_, t)| t)
+    }
+
+    /// Every turn that made tool calls or charged usage, with the sequence
+    /// number of the transfer it produced (or `len()` for a turn that
+    /// stopped the run).
+    pub fn turns(&self) -> impl Iterator<Item = (usize, &TurnRecord)> {
+        self.turns.iter().map(|(at, t)| (*at as usize, t))
     }
 }
 
@@ -325,6 +604,11 @@ impl fmt::Display for Transcript {
                 Receipt::Pending => "pending".to_owned(),
                 Receipt::Accepted => "accepted".to_owned(),
                 Receipt::Rejected { reason } => format!("REJECTED: {reason}"),
+                Receipt::Escalated { reason } => format!("ESCALATED: {reason}"),
+                Receipt::Approved { by, edited } => {
+                    format!("approved by {by}{}", if *edited { ", edited" } else { "" })
+                }
+                Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
             };
             writeln!(
                 f,

@@ -6,13 +6,30 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
-use crate::contract::{Expiry, Moment};
+use crate::budget::{Budget, Usage};
+use crate::contract::{ContractView, Expiry, Moment};
 use crate::error::{Reject, RunError};
-use crate::executor::{Agent, Context, Route, Transition, Workflow};
-use crate::graph::Node;
-use crate::record::{Entry, RejectReason, Status, Transcript};
+use crate::executor::{Agent, Context, Returned, Route, RunShared, Transition, Workflow};
+use crate::graph::{Node, OnReject};
+use crate::invariant::{Gate, Invariants, TokenCounter, TransferView};
+use crate::record::{Entry, Escalation, RejectReason, Status, Transcript, TurnRecord};
+use crate::tool::Then;
+
+/// What an executor sets for each of its runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Limits<'x> {
+    pub(crate) max_hops: u32,
+    pub(crate) ledger: Option<&'x dyn crate::ledger::Ledger>,
+    pub(crate) budget: Option<Budget>,
+    /// The run deadline, in ms after the run started.
+    pub(crate) deadline_ms: Option<u64>,
+    pub(crate) gate: Option<&'x dyn Gate>,
+    pub(crate) tokens: &'x dyn TokenCounter,
+}
 
 /// The state of one run as the executor keeps it.
 pub struct Runtime<'x, W: Workflow> {
@@ -25,6 +42,24 @@ pub struct Runtime<'x, W: Workflow> {
     started: u64,
     pub(crate) transcript: Transcript,
     ledger: Option<&'x dyn crate::ledger::Ledger>,
+    limits: Limits<'x>,
+    shared: Arc<RunShared>,
+    /// What the run spent before the current turn.
+    pub(crate) spent: Usage,
+    /// The questions the agent whose turn runs received (to check that its
+    /// handoff acknowledges each).
+    open: Vec<String>,
+    /// The entry the current turn works on.
+    turn_input: usize,
+    /// Handoffs each agent has returned to their senders.
+    returns: Box<[u32]>,
+    /// The payload of the last handoff returned to its sender, by edge: the
+    /// same bytes sent again are rejected.
+    returned_payload: Option<(u16, Vec<u8>)>,
+    /// Set when the next turn is a sender's, to handle its returned handoff.
+    pending_return: Option<Returned>,
+    /// Set when the pending transfer is a person's edited payload.
+    pub(crate) approver: Option<String>,
     /// The hash of the last record committed to the ledger.
     prev_hash: String,
     /// Microseconds the run had run before it was resumed.
@@ -68,22 +103,29 @@ fn clock() -> &'static quanta::Clock {
 }
 
 impl<'x, W: Workflow> Runtime<'x, W> {
-    pub(crate) fn new(
-        root: &'x W::Root,
-        deps: &'x W::Deps,
-        max_hops: u32,
-        ledger: Option<&'x dyn crate::ledger::Ledger>,
-    ) -> Self {
+    pub(crate) fn new(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
         Runtime {
             root,
             deps,
             hops: 0,
-            max_hops,
+            max_hops: limits.max_hops,
             edge_uses: vec![0; W::GRAPH.edges.len()].into_boxed_slice(),
             clock: clock(),
             started: clock().raw(),
             transcript: Transcript::new(next_run_id(), W::GRAPH),
-            ledger,
+            ledger: limits.ledger,
+            limits,
+            shared: Arc::new(RunShared {
+                budget: limits.budget,
+                ..RunShared::default()
+            }),
+            spent: Usage::default(),
+            open: Vec::new(),
+            turn_input: 0,
+            returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
+            returned_payload: None,
+            pending_return: None,
+            approver: None,
             prev_hash: String::new(),
             at_offset_us: 0,
             resumed_turn: false,
@@ -94,12 +136,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     pub(crate) fn restored(
         root: &'x W::Root,
         deps: &'x W::Deps,
-        max_hops: u32,
+        limits: Limits<'x>,
         ledger: &'x dyn crate::ledger::Ledger,
         run_id: u64,
         records: &[crate::ledger::LedgerRecord],
     ) -> Result<Self, String> {
-        let mut run = Runtime::new(root, deps, max_hops, Some(ledger));
+        let mut run = Runtime::new(
+            root,
+            deps,
+            Limits {
+                ledger: Some(ledger),
+                ..limits
+            },
+        );
         run.transcript = Transcript::new(run_id, W::GRAPH);
         for r in records {
             let from = r.from.to_string();
@@ -118,28 +167,38 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let t = &mut run.transcript;
             let start = t.bytes.len();
             t.bytes.extend_from_slice(&bytes);
-            let status = match &r.receipt {
-                crate::Receipt::Pending => Status::Pending,
-                crate::Receipt::Accepted => Status::Accepted,
-                crate::Receipt::Rejected { reason } => {
-                    t.rejection = Some(reason.clone());
-                    Status::Rejected
-                }
-            };
             t.entries.push(Entry {
                 hop: r.hop,
                 edge: edge as u16,
-                status,
+                status: Status::Pending,
+                redelivery: r.redelivery,
                 format: r.payload_format,
                 start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
                 end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
                 at_us: r.at_us,
             });
-            if W::GRAPH.edges[edge].bound.is_some() {
+            let i = t.entries.len() - 1;
+            t.note(i, r.receipt.clone());
+            if let Some(turn) = &r.turn {
+                t.turns.push((i as u32, turn.clone()));
+                run.spent.add(&turn.usage);
+            }
+            let status = t.entries[i].status;
+            let info = &W::GRAPH.edges[edge];
+            if info.bound.is_some() && !r.redelivery {
                 run.edge_uses[edge] += 1;
             }
-            if status == Status::Accepted && matches!(W::GRAPH.edges[edge].to, Node::Agent(_)) {
-                run.hops += 1;
+            if let Node::Agent(to) = info.to {
+                if status.ran() {
+                    run.hops += 1;
+                    run.turn_input = i;
+                }
+                if status == Status::Rejected
+                    && matches!(agent_on_reject::<W>(to), OnReject::Sender { .. })
+                    && let Some(n) = run.returns.get_mut(to as usize)
+                {
+                    *n += 1;
+                }
             }
             run.prev_hash = r.hash.clone();
             run.at_offset_us = r.at_us;
@@ -180,19 +239,28 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.hops
     }
 
-    fn context<A: Agent<W>>(&self) -> Context<'x, W, A> {
+    fn context<A: Agent<W>>(&self, scope: Option<(&'static str, Expiry)>) -> Context<'x, W, A> {
         Context {
             root: self.root,
             deps: self.deps,
             hop: self.hops,
             run_id: self.transcript.run_id,
+            scope,
+            shared: self.shared.clone(),
             agent: PhantomData,
         }
     }
 
     /// Records the transfer of `payload` over edge `edge` to an agent, with
-    /// its receipt pending; rejects it if the edge's loop bound is used up.
-    pub fn handoff<P: Serialize>(&mut self, edge: u16, payload: &P) -> Result<(), RunError> {
+    /// its receipt pending; `contract` is the payload's contract (`None`
+    /// for the workflow input). Rejects it if the edge's loop bound is used
+    /// up or the payload drops an uncertainty item the sender received.
+    pub fn handoff<P: Serialize>(
+        &mut self,
+        edge: u16,
+        payload: &P,
+        contract: Option<ContractView<'_>>,
+    ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
         self.record(edge, info, payload, Status::Pending)?;
         if let Some(bound) = info.bound {
@@ -202,14 +270,47 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Err(self.reject_last(RejectReason::LoopBound { bound }));
             }
         }
+        if let Some(question) = self.dropped_question(contract) {
+            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+        }
         Ok(())
     }
 
-    /// Records the transfer of the workflow output over edge `edge` to `END`.
-    pub fn end<P: Serialize>(&mut self, edge: u16, output: &P) -> Result<(), RunError> {
+    /// Records the transfer of the workflow output over edge `edge` to
+    /// `END`; `contract` is the output's contract if it is a handoff type.
+    /// The transfer-wide checks (invariants, forbidden fields, the gate)
+    /// and the uncertainty rule apply to it as to any transfer.
+    pub fn end<P: Serialize>(
+        &mut self,
+        edge: u16,
+        output: &P,
+        contract: Option<ContractView<'_>>,
+    ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
-        self.record(edge, info, output, Status::Accepted)?;
+        self.record(edge, info, output, Status::Pending)?;
+        if let Some(question) = self.dropped_question(contract) {
+            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+        }
+        if let Some(reason) = self.check_transfer(contract) {
+            return Err(self.reject_last(reason));
+        }
+        if let Some(last) = self.transcript.entries.last_mut() {
+            last.status = Status::Accepted;
+        }
         self.commit_last()
+    }
+
+    /// The first question the current turn received that `contract` neither
+    /// carries forward nor resolves with evidence.
+    fn dropped_question(&mut self, contract: Option<ContractView<'_>>) -> Option<String> {
+        if self.open.is_empty() {
+            return None;
+        }
+        let open = std::mem::take(&mut self.open);
+        open.into_iter().find(|q| match &contract {
+            None => true,
+            Some(c) => !c.open.questions().contains(&q.as_str()) && !c.evidence.resolves(q),
+        })
     }
 
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
@@ -264,6 +365,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             hop: self.hops,
             edge,
             status,
+            redelivery: false,
             format,
             start,
             end,
@@ -273,23 +375,74 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         Ok(())
     }
 
-    /// Marks the last transfer rejected and returns the matching error.
+    /// Marks the last transfer rejected and returns the matching error,
+    /// routed as the receiver declares: the run stops (`abort`), is
+    /// suspended for a person (`escalate`), or the handoff goes back to its
+    /// sender (`sender`).
     fn reject_last(&mut self, reason: RejectReason) -> RunError {
-        let t = &mut self.transcript;
-        let Some(entry) = t.entries.last_mut() else {
+        let i = self.transcript.len().saturating_sub(1);
+        let Some(entry) = self.transcript.entries.last() else {
             return RunError::Protocol("a receipt was decided with no transfer recorded".into());
         };
-        let Some(edge) = W::GRAPH.edges.get(entry.edge as usize) else {
+        let edge_index = entry.edge;
+        let Some(edge) = W::GRAPH.edges.get(edge_index as usize) else {
             return RunError::Protocol("a receipt was decided for an unknown edge".into());
         };
-        entry.status = Status::Rejected;
-        t.rejection = Some(reason.clone());
-        self.handoff_event();
-        let error = RunError::Rejected {
-            from: W::GRAPH.node_name(edge.from),
-            to: W::GRAPH.node_name(edge.to),
-            reason,
+        let (from, to) = (W::GRAPH.node_name(edge.from), W::GRAPH.node_name(edge.to));
+        let policy = match edge.to {
+            Node::Agent(a) if !matches!(reason, RejectReason::HumanRejected { .. }) => {
+                agent_on_reject::<W>(a)
+            }
+            _ => OnReject::Abort,
         };
+        let error = match (policy, edge.from, edge.to) {
+            (OnReject::Escalate, _, _) => {
+                let reason = Escalation::Rejected { reason };
+                self.transcript.note(
+                    i,
+                    crate::Receipt::Escalated {
+                        reason: reason.clone(),
+                    },
+                );
+                RunError::Suspended { agent: to, reason }
+            }
+            (OnReject::Sender { max }, Node::Agent(_), Node::Agent(receiver))
+                if returnable(&reason) =>
+            {
+                self.transcript.note(
+                    i,
+                    crate::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                let times = self.returns.get(receiver as usize).copied().unwrap_or(0) + 1;
+                if let Some(n) = self.returns.get_mut(receiver as usize) {
+                    *n = times;
+                }
+                if times > max {
+                    RunError::Rejected { from, to, reason }
+                } else {
+                    let bytes = self.transcript.payload_bytes(i).unwrap_or_default().to_vec();
+                    self.returned_payload = Some((edge_index, bytes));
+                    self.pending_return = Some(Returned {
+                        by: to,
+                        reason,
+                        times,
+                    });
+                    RunError::Returned
+                }
+            }
+            _ => {
+                self.transcript.note(
+                    i,
+                    crate::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                RunError::Rejected { from, to, reason }
+            }
+        };
+        self.handoff_event();
         // A rejection the ledger could not keep is reported as that.
         match self.commit_last() {
             Ok(()) => error,
@@ -297,19 +450,222 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
     }
 
+    /// The state in which the sender of a returned handoff runs again (its
+    /// last input, read back from the record), after
+    /// [`RunError::Returned`].
+    pub(crate) fn return_to_sender(&mut self) -> Result<W::State, RunError> {
+        let sender = self
+            .transcript
+            .entries
+            .last()
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.from);
+        let Some(Node::Agent(sender)) = sender else {
+            return Err(RunError::Protocol(
+                "a handoff was returned to a sender that is not an agent".into(),
+            ));
+        };
+        let input = self
+            .transcript
+            .entries
+            .iter()
+            .rposition(|e| {
+                e.status.ran()
+                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(sender))
+            })
+            .ok_or_else(|| RunError::Protocol("the sender's input is not recorded".into()))?;
+        let entry = &self.transcript.entries[input];
+        let bytes = self.transcript.payload_bytes(input).unwrap_or_default();
+        let payload = crate::executor::RecordedPayload {
+            format: entry.format,
+            bytes,
+        };
+        let state = W::restore(sender, &payload).map_err(RunError::Resume)?;
+        self.turn_input = input;
+        Ok(state)
+    }
+
+    /// The rejection reason a resumed run whose last record is a returned
+    /// handoff goes on from.
+    pub(crate) fn resume_return(&mut self, reason: RejectReason) -> Option<()> {
+        let e = self.transcript.entries.last()?;
+        let edge = W::GRAPH.edges.get(e.edge as usize)?;
+        let Node::Agent(receiver) = edge.to else {
+            return None;
+        };
+        let OnReject::Sender { max } = agent_on_reject::<W>(receiver) else {
+            return None;
+        };
+        let times = *self.returns.get(receiver as usize)?;
+        if times > max || !returnable(&reason) || !matches!(edge.from, Node::Agent(_)) {
+            return None;
+        }
+        let i = self.transcript.len() - 1;
+        let bytes = self.transcript.payload_bytes(i)?.to_vec();
+        self.returned_payload = Some((e.edge, bytes));
+        self.pending_return = Some(Returned {
+            by: W::GRAPH.node_name(edge.to),
+            reason,
+            times,
+        });
+        Some(())
+    }
+
+    /// The checks every transfer gets, to an agent or to `END`: handoff
+    /// size limits, forbidden fields, the invariants' predicates, the gate.
+    fn check_transfer(&self, contract: Option<ContractView<'_>>) -> Option<RejectReason> {
+        let limits = contract.map_or((None, None), |c| (c.max_bytes, c.max_tokens));
+        let needs_json = limits != (None, None)
+            || !W::Root::FORBIDDEN.is_empty()
+            || W::Root::CHECKS
+            || self.limits.gate.is_some();
+        if !needs_json {
+            return None;
+        }
+        let i = self.transcript.len().checked_sub(1)?;
+        let text = match self.transcript.payload(i) {
+            Ok(text) => text,
+            Err(e) => {
+                return Some(RejectReason::SchemaMismatch {
+                    errors: vec![e.to_string()],
+                });
+            }
+        };
+        if let Some(max) = limits.0
+            && text.len() as u64 > max
+        {
+            return Some(RejectReason::TooLarge {
+                unit: Cow::Borrowed("bytes"),
+                size: text.len() as u64,
+                max,
+            });
+        }
+        if let Some(max) = limits.1 {
+            let tokens = self.limits.tokens.count(&text);
+            if tokens > max {
+                return Some(RejectReason::TooLarge {
+                    unit: Cow::Borrowed("tokens"),
+                    size: tokens,
+                    max,
+                });
+            }
+        }
+        let payload: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(RejectReason::SchemaMismatch {
+                    errors: vec![e.to_string()],
+                });
+            }
+        };
+        if let Some(path) = crate::invariant::find_forbidden(&payload, W::Root::FORBIDDEN) {
+            return Some(RejectReason::ForbiddenField {
+                path: path.to_owned(),
+            });
+        }
+        let entry = self.transcript.entries.get(i)?;
+        let edge = W::GRAPH.edges.get(entry.edge as usize)?;
+        let view = TransferView {
+            workflow: W::GRAPH.name,
+            run_id: self.transcript.run_id,
+            hop: self.hops,
+            sender: W::GRAPH.node_name(edge.from),
+            receiver: W::GRAPH.node_name(edge.to),
+            payload_type: edge.payload,
+            payload: &payload,
+        };
+        if let Err((invariant, message)) = self.root.check(&view) {
+            return Some(RejectReason::InvariantBroken {
+                invariant: Cow::Borrowed(invariant),
+                message,
+            });
+        }
+        let gate = self.limits.gate?;
+        let root = match self.root.to_json() {
+            Ok(root) => root,
+            Err(e) => {
+                return Some(RejectReason::Denied {
+                    gate: gate.name(),
+                    messages: vec![format!("the root invariants do not serialize: {e}")],
+                });
+            }
+        };
+        let contract_json = contract.map_or(serde_json::Value::Null, |c| {
+            serde_json::Value::Object(
+                c.parts
+                    .iter()
+                    .filter_map(|(part, field)| {
+                        Some(((*part).to_owned(), payload.get(*field)?.clone()))
+                    })
+                    .collect(),
+            )
+        });
+        let input = serde_json::json!({
+            "workflow": view.workflow,
+            "run_id": view.run_id,
+            "hop": view.hop,
+            "sender": view.sender,
+            "receiver": view.receiver,
+            "payload_type": view.payload_type,
+            "contract": contract_json,
+            "payload": payload,
+            "root": root,
+        });
+        match gate.check(&input) {
+            Ok(()) => None,
+            Err(messages) => Some(RejectReason::Denied {
+                gate: gate.name(),
+                messages,
+            }),
+        }
+    }
+
+    /// Milliseconds since the run started (its resumed part included).
+    fn elapsed_ms(&self) -> u64 {
+        (self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
+            / 1000
+    }
+
     /// Decides the receipt of the pending transfer to agent `A`: hop cap,
-    /// scope expiry, stop conditions, pre-conditions. On acceptance the
-    /// turn is counted and the agent's context returned; on rejection the
-    /// record says why and the run stops with the reason.
+    /// run deadline and budgets, the scope (owned, not expired), stop
+    /// conditions, size limits, a returned handoff sent again unchanged,
+    /// forbidden fields, invariants, the gate, pre-conditions. On acceptance
+    /// the turn is counted and the agent's context returned; on rejection
+    /// the record says why and the rejection is routed as `A` declares.
     pub fn receive<A: Agent<W>>(
         &mut self,
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
+        let scope = A::contract(input).map(|c| (c.authority, c.expires));
+        if let Some(returned) = self.pending_return.take() {
+            // The sender's turn again, on its accepted input, to handle the
+            // rejection of its handoff.
+            let sender = self
+                .transcript
+                .entries
+                .get(self.turn_input)
+                .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+                .map(|e| e.to);
+            if sender != Some(Node::Agent(A::INDEX)) {
+                return Err(RunError::Protocol(format!(
+                    "a returned handoff's sender is not agent `{}`",
+                    agent_name::<W>(A::INDEX)
+                )));
+            }
+            self.begin_turn(A::contract(input));
+            self.shared.lock().returned = Some(returned);
+            self.shared.mark();
+            let cx = self.context::<A>(scope);
+            self.hops += 1;
+            return Ok(cx);
+        }
         if std::mem::take(&mut self.resumed_turn) {
-            // The receipt was decided and committed before the crash.
-            let accepted = self.transcript.entries.last().is_some_and(|e| {
-                e.status == Status::Accepted
-                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to)
+            // The receipt was decided and committed before the crash (or a
+            // person approved the transfer).
+            let last = self.transcript.entries.last().map(|e| (e.status, e.edge));
+            let accepted = last.is_some_and(|(status, edge)| {
+                status.ran()
+                    && W::GRAPH.edges.get(edge as usize).map(|i| i.to)
                         == Some(Node::Agent(A::INDEX))
             });
             if !accepted {
@@ -318,7 +674,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent_name::<W>(A::INDEX)
                 )));
             }
-            let mut cx = self.context::<A>();
+            self.turn_input = self.transcript.len() - 1;
+            self.begin_turn(A::contract(input));
+            if let Some(crate::Receipt::Approved { by, edited }) =
+                self.transcript.receipt(self.turn_input)
+            {
+                self.shared.lock().approval = Some(crate::executor::Approval { by, edited });
+                self.shared.mark();
+            }
+            let mut cx = self.context::<A>(scope);
             cx.hop = self.hops.saturating_sub(1);
             return Ok(cx);
         }
@@ -332,60 +696,399 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if self.hops >= self.max_hops {
-            return Err(self.reject_last(RejectReason::HopCap {
-                max_hops: self.max_hops,
-            }));
+        if let Some(reason) = self.check_receipt::<A>(input) {
+            return Err(self.reject_last(reason));
         }
-        let moment = Moment { hop: self.hops };
-        if let Some(contract) = A::contract(input) {
-            let expired = match contract.expires {
-                Expiry::Never => false,
-                Expiry::AtHop(hop) => moment.hop > hop,
-                Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
-            };
-            if expired {
-                return Err(self.reject_last(RejectReason::ScopeExpired {
-                    authority: Cow::Borrowed(contract.authority),
-                }));
-            }
-            if let Some(condition) = contract.stop.met_at(&moment) {
-                return Err(self.reject_last(RejectReason::StopConditionMet { condition }));
-            }
-        }
-        let cx = self.context::<A>();
+        let cx = self.context::<A>(scope);
         if let Err(c) = A::pre(input, &cx) {
             return Err(self.reject_last(RejectReason::PreCondition {
                 condition: Cow::Borrowed(c.expr),
                 message: Cow::Borrowed(c.message),
             }));
         }
-        if let Some(last) = self.transcript.entries.last_mut() {
-            last.status = Status::Accepted;
+        let i = self.transcript.len() - 1;
+        match self.approver.take() {
+            Some(by) => {
+                self.transcript
+                    .note(i, crate::Receipt::Approved { by: by.clone(), edited: true });
+                self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
+                self.shared.mark();
+            }
+            None => {
+                if let Some(last) = self.transcript.entries.last_mut() {
+                    last.status = Status::Accepted;
+                }
+            }
         }
         self.commit_last()?;
         self.handoff_event();
+        self.turn_input = i;
+        self.begin_turn(A::contract(input));
         self.hops += 1;
         Ok(cx)
     }
 
-    /// Takes what agent `A`'s body returned: checks its post-conditions and
-    /// routes its output (recording the next transfer).
+    /// The receipt checks before the pre-conditions; the first that fails.
+    fn check_receipt<A: Agent<W>>(&mut self, input: &A::Input) -> Option<RejectReason> {
+        if self.hops >= self.max_hops {
+            return Some(RejectReason::HopCap {
+                max_hops: self.max_hops,
+            });
+        }
+        if let Some(after_ms) = self.limits.deadline_ms
+            && self.elapsed_ms() >= after_ms
+        {
+            return Some(RejectReason::DeadlinePassed { after_ms });
+        }
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, true))
+        {
+            return Some(RejectReason::BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            });
+        }
+        let contract = A::contract(input);
+        if let Some(contract) = &contract {
+            let owns = W::GRAPH
+                .agents
+                .get(A::INDEX as usize)
+                .is_some_and(|a| a.owns.contains(&contract.authority));
+            if !owns
+                && contract.authority
+                    != <crate::__private::UnknownAuthority as crate::Authority>::NAME
+            {
+                return Some(RejectReason::ScopeNotOwned {
+                    authority: Cow::Borrowed(contract.authority),
+                });
+            }
+            let moment = Moment { hop: self.hops };
+            let expired = match contract.expires {
+                Expiry::Never => false,
+                Expiry::AtHop(hop) => moment.hop > hop,
+                Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
+            };
+            if expired {
+                return Some(RejectReason::ScopeExpired {
+                    authority: Cow::Borrowed(contract.authority),
+                });
+            }
+            if let Some(condition) = contract.stop.met_at(&moment) {
+                return Some(RejectReason::StopConditionMet { condition });
+            }
+        }
+        if let Some((edge, bytes)) = self.returned_payload.take() {
+            let i = self.transcript.len() - 1;
+            let same_edge = self.transcript.entries.get(i).map(|e| e.edge) == Some(edge);
+            if same_edge && self.transcript.payload_bytes(i) == Some(bytes.as_slice()) {
+                return Some(RejectReason::ResentUnchanged);
+            }
+            if !same_edge {
+                self.returned_payload = Some((edge, bytes));
+            }
+        }
+        self.check_transfer(contract)
+    }
+
+    /// Starts the log of a turn: what the run spent so far, nothing logged.
+    fn begin_turn(&mut self, contract: Option<ContractView<'_>>) {
+        self.open = match contract {
+            Some(c) if !c.open.is_empty() => {
+                c.open.questions().into_iter().map(str::to_owned).collect()
+            }
+            _ => Vec::new(),
+        };
+        if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero()
+        {
+            let mut log = self.shared.lock();
+            *log = crate::executor::TurnLog {
+                spent_before: self.spent,
+                ..Default::default()
+            };
+            self.shared
+                .dirty
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Ends the log of agent `A`'s turn: its record (when it called tools
+    /// or charged usage) and the failure of a tool under a fallback policy.
+    fn end_turn<A: Agent<W>>(&mut self) -> (Option<TurnRecord>, Option<(crate::ToolError, Then)>) {
+        if !self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) {
+            return (None, None);
+        }
+        let mut log = self.shared.lock();
+        let mut calls = std::mem::take(&mut log.calls);
+        calls.sort_by_key(|c| c.index);
+        let usage = log.usage;
+        let failure = log.failure.take();
+        log.usage = Usage::default();
+        log.returned = None;
+        log.approval = None;
+        drop(log);
+        self.spent.add(&usage);
+        let record = (!calls.is_empty() || !usage.is_zero()).then(|| TurnRecord {
+            agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
+            input_seq: self.turn_input as u32,
+            tool_calls: calls,
+            usage,
+        });
+        (record, failure)
+    }
+
+    /// Records the current turn's input again, escalated (after a tool
+    /// failure under `escalate`, or the agent's request), and suspends.
+    fn escalate_turn<A: Agent<W>>(
+        &mut self,
+        reason: Escalation,
+        turn: Option<TurnRecord>,
+    ) -> RunError {
+        let input = self.turn_input;
+        let Some(entry) = self.transcript.entries.get(input).cloned() else {
+            return RunError::Protocol("the escalated turn's input is not recorded".into());
+        };
+        let bytes = self
+            .transcript
+            .payload_bytes(input)
+            .unwrap_or_default()
+            .to_vec();
+        let i = match self.push_redelivery(entry.edge, entry.format, &bytes) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        let t = &mut self.transcript;
+        if let Some(turn) = turn {
+            t.turns.push((i as u32, turn));
+        }
+        t.note(
+            i,
+            crate::Receipt::Escalated {
+                reason: reason.clone(),
+            },
+        );
+        self.handoff_event();
+        let error = RunError::Suspended {
+            agent: agent_name::<W>(A::INDEX),
+            reason,
+        };
+        match self.commit_last() {
+            Ok(()) => error,
+            Err(ledger) => ledger,
+        }
+    }
+
+    /// Records transfer `edge` again with `bytes` (pending), after an
+    /// escalation; its index.
+    fn push_redelivery(
+        &mut self,
+        edge: u16,
+        format: crate::canonical::Format,
+        bytes: &[u8],
+    ) -> Result<usize, RunError> {
+        let at_us =
+            self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        let t = &mut self.transcript;
+        let start = t.bytes.len();
+        t.bytes.extend_from_slice(bytes);
+        let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
+            t.bytes.truncate(start);
+            return Err(RunError::Encode {
+                from: "?",
+                to: "?",
+                error: "the run's records exceed 4 GiB of payload bytes".into(),
+            });
+        };
+        t.entries.push(Entry {
+            hop: self.hops,
+            edge,
+            status: Status::Pending,
+            redelivery: true,
+            format,
+            start,
+            end,
+            at_us,
+        });
+        Ok(t.entries.len() - 1)
+    }
+
+    /// Applies a person's decision to the escalated last transfer (to
+    /// `agent`, carrying `payload`): the state the run goes on in.
+    pub(crate) fn decide(
+        &mut self,
+        agent: u16,
+        payload: &crate::executor::RecordedPayload<'_>,
+        decision: crate::escalation::Decision,
+    ) -> Result<W::State, RunError> {
+        use crate::escalation::Decision;
+        let Some(edge) = self.transcript.entries.last().map(|e| e.edge) else {
+            return Err(RunError::Decision("the run has no records".into()));
+        };
+        match decision {
+            Decision::Approve { by } => {
+                let state = W::restore(agent, payload).map_err(RunError::Decision)?;
+                let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
+                self.transcript
+                    .note(i, crate::Receipt::Approved { by, edited: false });
+                self.commit_last()?;
+                self.handoff_event();
+                self.hops += 1;
+                self.resumed_turn = true;
+                Ok(state)
+            }
+            Decision::Reject { by, note } => {
+                let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
+                let reason = RejectReason::HumanRejected { by, note };
+                self.transcript.note(
+                    i,
+                    crate::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                self.commit_last()?;
+                self.handoff_event();
+                let info = &W::GRAPH.edges[edge as usize];
+                Err(RunError::Rejected {
+                    from: W::GRAPH.node_name(info.from),
+                    to: W::GRAPH.node_name(info.to),
+                    reason,
+                })
+            }
+            Decision::Edit { by, payload } => {
+                if let Err(errors) = crate::validate::agent_input::<W>(agent, &payload) {
+                    return Err(RunError::Decision(format!(
+                        "the edited payload does not match the input schema of `{}`: {}",
+                        agent_name::<W>(agent),
+                        errors.join("; ")
+                    )));
+                }
+                let text = payload.to_string();
+                let state = W::restore(
+                    agent,
+                    &crate::executor::RecordedPayload {
+                        format: crate::canonical::Format::Json,
+                        bytes: text.as_bytes(),
+                    },
+                )
+                .map_err(|e| RunError::Decision(format!("the edited payload does not read: {e}")))?;
+                let mut bytes = Vec::new();
+                let format = W::encode_state(&state, &mut bytes).map_err(RunError::Decision)?;
+                self.push_redelivery(edge, format, &bytes)?;
+                self.approver = Some(by);
+                Ok(state)
+            }
+        }
+    }
+
+    /// Takes what agent `A`'s body returned: the turn's tool calls and
+    /// usage are recorded with what comes next; a tool failure under its
+    /// fallback, a spent budget, a passed deadline or a broken
+    /// post-condition stops the run (or suspends it); otherwise its output
+    /// is routed (recording the next transfer).
     pub fn deliver<A: Agent<W>>(
         &mut self,
         result: Result<A::Next, Reject>,
         cx: Context<'x, W, A>,
     ) -> Result<Transition<W>, RunError> {
         let agent = agent_name::<W>(A::INDEX);
-        let next = result.map_err(|error| RunError::AgentFailed { agent, error })?;
-        if let Err(c) = A::post(&next, &cx) {
-            return Err(RunError::PostCondition {
+        let (turn, failure) = self.end_turn::<A>();
+        let next = self.transcript.len() as u32;
+        if let Some((error, then)) = failure {
+            return Err(match then {
+                Then::Escalate => self.escalate_turn::<A>(Escalation::ToolFailed { error }, turn),
+                Then::Abort => self.fail_turn(RunError::ToolFailed { agent, error }, turn),
+            });
+        }
+        let next_out = match result {
+            Ok(next_out) => next_out,
+            Err(reject) if reject.is_escalation() => {
+                let question = reject.reason().to_owned();
+                return Err(self.escalate_turn::<A>(Escalation::Requested { question }, turn));
+            }
+            Err(error) => {
+                return Err(self.fail_turn(RunError::AgentFailed { agent, error }, turn));
+            }
+        };
+        let stopped = if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, false))
+        {
+            Some(RunError::BudgetExhausted {
+                agent,
+                budget,
+                limit,
+                spent,
+            })
+        } else if let Some(after_ms) = self.limits.deadline_ms
+            && self.elapsed_ms() >= after_ms
+        {
+            Some(RunError::DeadlinePassed { agent, after_ms })
+        } else if let Err(c) = A::post(&next_out, &cx) {
+            Some(RunError::PostCondition {
                 agent,
                 condition: c.expr,
                 message: c.message,
-            });
+            })
+        } else {
+            None
+        };
+        if let Some(error) = stopped {
+            return Err(self.fail_turn(error, turn));
         }
-        next.route(self)
+        self.keep_turn(next, turn);
+        next_out.route(self)
+    }
+
+    fn keep_turn(&mut self, at: u32, turn: Option<TurnRecord>) {
+        if let Some(turn) = turn {
+            self.transcript.turns.push((at, turn));
+        }
+    }
+
+    /// Records that the current turn failed and stopped the run: the turn's
+    /// input again, with a `turn_failed` receipt saying why and the turn's
+    /// tool calls, committed like any record. Returns `error` (or the
+    /// ledger's error if the record could not be kept).
+    fn fail_turn(&mut self, error: RunError, turn: Option<TurnRecord>) -> RunError {
+        let input = self.turn_input;
+        let Some(entry) = self.transcript.entries.get(input).cloned() else {
+            return error;
+        };
+        let bytes = self
+            .transcript
+            .payload_bytes(input)
+            .unwrap_or_default()
+            .to_vec();
+        let i = match self.push_redelivery(entry.edge, entry.format, &bytes) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        if let Some(turn) = turn {
+            self.transcript.turns.push((i as u32, turn));
+        }
+        self.transcript.note(
+            i,
+            crate::Receipt::TurnFailed {
+                error: error.to_string(),
+            },
+        );
+        self.handoff_event();
+        match self.commit_last() {
+            Ok(()) => error,
+            Err(ledger) => ledger,
+        }
+    }
+
+    /// How long agent `A`'s body may run: its timeout, or what is left of
+    /// the run's deadline, whichever is shorter (`None`: no limit).
+    pub fn turn_limit<A: Agent<W>>(&self) -> Option<std::time::Duration> {
+        let left = self
+            .limits
+            .deadline_ms
+            .map(|d| std::time::Duration::from_millis(d.saturating_sub(self.elapsed_ms())));
+        match (A::TIMEOUT, left) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        }
     }
 
     /// Agent `A`'s body, run inside its `invoke_agent` span when the
@@ -438,9 +1141,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Status::Pending => "pending",
             Status::Accepted => "accepted",
             Status::Rejected => "rejected",
+            Status::Escalated => "escalated",
+            Status::Approved => "approved",
+            Status::TurnFailed => "turn_failed",
         };
-        let reason = match (&e.status, &self.transcript.rejection) {
-            (Status::Rejected, Some(reason)) => reason.to_string(),
+        let reason = match self.transcript.receipt(self.transcript.len() - 1) {
+            Some(crate::Receipt::Rejected { reason }) => reason.to_string(),
+            Some(crate::Receipt::Escalated { reason }) => reason.to_string(),
             _ => String::new(),
         };
         tracing::info!(
@@ -454,12 +1161,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         );
     }
 
-    /// The error for agent `A` running past its timeout.
-    pub fn timed_out<A: Agent<W>>(&self) -> RunError {
-        RunError::Timeout {
-            agent: agent_name::<W>(A::INDEX),
-            after_ms: A::TIMEOUT.map_or(0, |t| t.as_millis() as u64),
-        }
+    /// The error for agent `A` running past its [`turn_limit`](Self::turn_limit):
+    /// its timeout, or the run's deadline.
+    pub fn timed_out<A: Agent<W>>(&mut self) -> RunError {
+        let agent = agent_name::<W>(A::INDEX);
+        let (turn, _) = self.end_turn::<A>();
+        let error = match self.limits.deadline_ms {
+            Some(after_ms) if self.elapsed_ms() >= after_ms => {
+                RunError::DeadlinePassed { agent, after_ms }
+            }
+            _ => RunError::Timeout {
+                agent,
+                after_ms: A::TIMEOUT.map_or(0, |t| t.as_millis() as u64),
+            },
+        };
+        self.fail_turn(error, turn)
     }
 
     /// One whole turn of agent `A`: [`receive`](Self::receive), its body
@@ -467,8 +1183,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
-        let body = self.instrument_agent::<A, _>(A::run(input, cx));
-        let result = match A::TIMEOUT {
+        let body = self.instrument_agent::<A, _>(A::run(input, cx.clone()));
+        let result = match self.turn_limit::<A>() {
             None => body.await,
             Some(limit) => match tokio::time::timeout(limit, body).await {
                 Ok(result) => result,
@@ -493,5 +1209,35 @@ pub(crate) fn error_type(error: &RunError) -> &'static str {
         RunError::Resume(_) => "resume",
         RunError::Interrupted => "interrupted",
         RunError::Finished => "finished",
+        RunError::ToolFailed { .. } => "tool_failed",
+        RunError::BudgetExhausted { .. } => "budget_exhausted",
+        RunError::DeadlinePassed { .. } => "deadline_passed",
+        RunError::Suspended { .. } => "suspended",
+        RunError::Decision(_) => "decision",
+        RunError::Returned => "returned",
     }
+}
+
+/// What a rejection at agent `a`'s receipt does.
+pub(crate) fn agent_on_reject<W: Workflow>(a: u16) -> OnReject {
+    W::GRAPH
+        .agents
+        .get(a as usize)
+        .map_or(OnReject::Abort, |a| a.on_reject)
+}
+
+/// Whether a rejection can go back to the sender: the ones about what it
+/// sent. Run-wide limits (hop cap, loop bounds, deadline, budgets), an
+/// authority the receiver does not own and a person's rejection stop the
+/// run whatever the receiver declares.
+fn returnable(reason: &RejectReason) -> bool {
+    !matches!(
+        reason,
+        RejectReason::LoopBound { .. }
+            | RejectReason::HopCap { .. }
+            | RejectReason::DeadlinePassed { .. }
+            | RejectReason::BudgetExhausted { .. }
+            | RejectReason::ScopeNotOwned { .. }
+            | RejectReason::HumanRejected { .. }
+    )
 }

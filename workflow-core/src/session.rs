@@ -2,12 +2,16 @@
 //! dependencies, and sessions that run one turn at a time or to the end.
 
 use crate::error::{Aborted, Completed, RunError};
+use crate::escalation::{Decision, Suspension};
+use crate::ledger::Ledger;
 use crate::executor::{RecordedPayload, Transition, Workflow};
 use crate::graph::{Graph, Node};
 use crate::record::{RejectReason, Status, Transcript};
 #[cfg(feature = "tracing")]
 use crate::runtime::error_type;
-use crate::runtime::{Runtime, agent_name};
+use crate::budget::Budget;
+use crate::invariant::{ApproxTokens, Gate, TokenCounter};
+use crate::runtime::{Limits, Runtime, agent_name};
 use crate::schema::SchemaSet;
 
 /// What one step of a [`Session`] did.
@@ -54,7 +58,11 @@ impl<'x, W: Workflow> Session<'x, W> {
                 return Err(e);
             }
         };
-        match W::turn(state, &mut self.run).await {
+        let turn = match W::turn(state, &mut self.run).await {
+            Err(RunError::Returned) => self.run.return_to_sender().map(Transition::To),
+            other => other,
+        };
+        match turn {
             Ok(Transition::To(next)) => {
                 let name = agent_name::<W>(W::agent_of(&next));
                 self.state = Ok(Some(next));
@@ -142,6 +150,10 @@ pub struct Executor<W: Workflow> {
     deps: W::Deps,
     max_hops: u32,
     ledger: Option<std::sync::Arc<dyn crate::ledger::Ledger>>,
+    budget: Option<Budget>,
+    deadline: Option<std::time::Duration>,
+    gate: Option<std::sync::Arc<dyn Gate>>,
+    tokens: std::sync::Arc<dyn TokenCounter>,
 }
 
 impl<W: Workflow> Executor<W> {
@@ -153,6 +165,53 @@ impl<W: Workflow> Executor<W> {
             deps,
             max_hops: W::GRAPH.max_hops,
             ledger: None,
+            budget: None,
+            deadline: None,
+            gate: None,
+            tokens: std::sync::Arc::new(ApproxTokens),
+        }
+    }
+
+    /// Limits every run: tokens, cost, tool calls. Agents charge with
+    /// [`Context::charge`](crate::Context::charge), each tool call counts
+    /// one; a transfer arriving with a budget used up is rejected, a turn
+    /// that overspends stops the run with `RunError::BudgetExhausted`.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Gives every run `deadline` from its start: a transfer arriving later
+    /// is rejected, and a turn still running then is stopped with
+    /// `RunError::DeadlinePassed`.
+    pub fn with_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Checks every transfer with `gate` (a Rego policy, an acceptance
+    /// hook) after the receiver's own receipt checks; a deny is a rejection
+    /// carrying the gate's messages.
+    pub fn with_gate(mut self, gate: std::sync::Arc<dyn Gate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Counts tokens for handoffs declaring `max_tokens` with `counter`
+    /// (the default, [`ApproxTokens`], counts one per four bytes).
+    pub fn with_token_counter(mut self, counter: std::sync::Arc<dyn TokenCounter>) -> Self {
+        self.tokens = counter;
+        self
+    }
+
+    pub(crate) fn limits(&self) -> Limits<'_> {
+        Limits {
+            max_hops: self.max_hops,
+            ledger: self.ledger.as_deref(),
+            budget: self.budget,
+            deadline_ms: self.deadline.map(|d| d.as_millis() as u64),
+            gate: self.gate.as_deref(),
+            tokens: &*self.tokens,
         }
     }
 
@@ -188,22 +247,20 @@ impl<W: Workflow> Executor<W> {
 
     /// Starts a run to drive step by step.
     pub fn start(&self, input: W::Input) -> Session<'_, W> {
-        let mut run = Runtime::new(
-            &self.root,
-            &self.deps,
-            self.max_hops,
-            self.ledger.as_deref(),
-        );
+        let mut run = Runtime::new(&self.root, &self.deps, self.limits());
         let state = W::start(input, &mut run).map(Some);
         Session { run, state }
     }
 
     /// Carries on run `run_id` from its records in the attached ledger, after
     /// a crash or a restart: the records are verified; a run that had ended
-    /// gives its recorded output (or its rejection) back; otherwise the
-    /// receiver of the last accepted transfer runs its turn again (agent
-    /// turns are at least once; every transfer is still recorded once) and
-    /// the run goes on to its end, its new records chained to the old.
+    /// gives its recorded output (or its rejection) back; a suspended run
+    /// says so again (`RunError::Suspended`: decide with
+    /// [`decide`](Self::decide)); otherwise the receiver of the last
+    /// accepted transfer runs its turn again (agent turns are at least
+    /// once; every transfer is still recorded once) — or the sender of a
+    /// returned handoff — and the run goes on to its end, its new records
+    /// chained to the old.
     pub async fn resume(&self, run_id: u64) -> Result<Completed<W::Output>, Aborted> {
         let fail = |error: String| Aborted {
             error: RunError::Resume(error),
@@ -214,23 +271,101 @@ impl<W: Workflow> Executor<W> {
                 "no ledger is attached (`Executor::with_ledger`)".into(),
             ));
         };
-        let records = ledger.records(run_id).map_err(|e| fail(e.to_string()))?;
-        match ledger.verify_run(run_id) {
-            Ok(Ok(())) => {}
-            Ok(Err(tampering)) => {
-                return Err(fail(format!("run {run_id} does not verify: {tampering}")));
+        let records = self.verified_records(ledger, run_id).map_err(fail)?;
+        self.carry_on(ledger, run_id, &records, None).await
+    }
+
+    /// The suspension of run `run_id` in the attached ledger (after a
+    /// restart): its records, verified, ending with the escalated transfer.
+    pub fn suspension(&self, run_id: u64) -> Result<Suspension, RunError> {
+        let ledger = self.ledger.as_deref().ok_or_else(|| {
+            RunError::Resume("no ledger is attached (`Executor::with_ledger`)".into())
+        })?;
+        let records = self
+            .verified_records(ledger, run_id)
+            .map_err(RunError::Resume)?;
+        Suspension::from_records(records).ok_or_else(|| {
+            RunError::Decision(format!("run {run_id} is not waiting for a decision"))
+        })
+    }
+
+    /// Applies a person's decision to a suspended run and carries it on:
+    /// approve (the receiver's turn runs), edit (the new payload is
+    /// validated against the receiver's input schema and goes through the
+    /// receipt checks again), or reject (the run stops with the person's
+    /// reason). With a ledger attached the decision is recorded there (the
+    /// suspension must match the ledger's records); without one, the run
+    /// carries on from the suspension's records, in memory.
+    ///
+    /// A decision that cannot be applied (an edit that does not match the
+    /// schema, a run that is not suspended) is `RunError::Decision`, and
+    /// nothing is recorded: the run stays suspended.
+    pub async fn decide(
+        &self,
+        suspension: &Suspension,
+        decision: Decision,
+    ) -> Result<Completed<W::Output>, Aborted> {
+        let run_id = suspension.run_id();
+        let refuse = |error: String| Aborted {
+            error: RunError::Decision(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let memory;
+        let ledger: &dyn crate::ledger::Ledger = match self.ledger.as_deref() {
+            Some(ledger) => {
+                let stored = ledger.records(run_id).map_err(|e| refuse(e.to_string()))?;
+                if stored != suspension.records {
+                    return Err(refuse(format!(
+                        "the suspension does not match run {run_id}'s records in the ledger"
+                    )));
+                }
+                ledger
             }
-            Err(e) => return Err(fail(e.to_string())),
+            None => {
+                memory = crate::ledger::MemoryLedger::new();
+                for r in &suspension.records {
+                    memory.append(r).map_err(|e| refuse(e.to_string()))?;
+                }
+                &memory
+            }
+        };
+        let records = self.verified_records(ledger, run_id).map_err(refuse)?;
+        if Suspension::from_records(records.clone()).is_none() {
+            return Err(refuse(format!("run {run_id} is not waiting for a decision")));
         }
-        let mut run = Runtime::<W>::restored(
-            &self.root,
-            &self.deps,
-            self.max_hops,
-            ledger,
-            run_id,
-            &records,
-        )
-        .map_err(fail)?;
+        self.carry_on(ledger, run_id, &records, Some(decision)).await
+    }
+
+    /// The records of `run_id`, verified.
+    fn verified_records(
+        &self,
+        ledger: &dyn crate::ledger::Ledger,
+        run_id: u64,
+    ) -> Result<Vec<crate::ledger::LedgerRecord>, String> {
+        let records = ledger.records(run_id).map_err(|e| e.to_string())?;
+        match ledger.verify_run(run_id) {
+            Ok(Ok(())) => Ok(records),
+            Ok(Err(tampering)) => Err(format!("run {run_id} does not verify: {tampering}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Rebuilds run `run_id` from its verified `records` and carries it on
+    /// (with a person's decision when it is suspended).
+    async fn carry_on<'a>(
+        &'a self,
+        ledger: &'a dyn crate::ledger::Ledger,
+        run_id: u64,
+        records: &[crate::ledger::LedgerRecord],
+        decision: Option<Decision>,
+    ) -> Result<Completed<W::Output>, Aborted> {
+        let fail = |error: String| Aborted {
+            error: RunError::Resume(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let mut run =
+            Runtime::<W>::restored(&self.root, &self.deps, self.limits(), ledger, run_id, records)
+                .map_err(fail)?;
         let Some(last) = records.last() else {
             return Err(fail(format!("run {run_id} has no records")));
         };
@@ -244,40 +379,105 @@ impl<W: Workflow> Executor<W> {
             return Err(fail(format!("run {run_id} has no records")));
         };
         let info = &W::GRAPH.edges[edge as usize];
-        match (status, info.to) {
-            (Status::Accepted, Node::End) => match payload.decode::<W::Output>() {
-                Ok(output) => Ok(Completed {
-                    output,
+        let (from, to) = (W::GRAPH.node_name(info.from), W::GRAPH.node_name(info.to));
+        let stopped = |error: RunError, run: Runtime<'_, W>| Aborted {
+            error,
+            transcript: run.transcript,
+        };
+        let state = match (status, info.to, decision) {
+            (Status::Accepted, Node::End, None) => {
+                return match payload.decode::<W::Output>() {
+                    Ok(output) => Ok(Completed {
+                        output,
+                        transcript: run.transcript,
+                    }),
+                    Err(e) => Err(fail(format!("the recorded output does not decode: {e}"))),
+                };
+            }
+            (Status::Rejected, Node::Agent(_), None) => {
+                let reason = run.transcript.last_rejection().cloned();
+                match reason {
+                    Some(reason) if run.resume_return(reason.clone()).is_some() => {
+                        // A returned handoff: the sender's turn again.
+                        match run.return_to_sender() {
+                            Ok(state) => state,
+                            Err(error) => return Err(stopped(error, run)),
+                        }
+                    }
+                    Some(reason) => {
+                        return Err(stopped(RunError::Rejected { from, to, reason }, run));
+                    }
+                    None => return Err(fail("a rejected record carries no reason".into())),
+                }
+            }
+            (Status::Rejected, _, None) => {
+                let Some(reason) = run.transcript.last_rejection().cloned() else {
+                    return Err(fail("a rejected record carries no reason".into()));
+                };
+                return Err(stopped(RunError::Rejected { from, to, reason }, run));
+            }
+            (Status::TurnFailed, _, None) => {
+                let error = match run.transcript.receipt(run.transcript.len() - 1) {
+                    Some(crate::Receipt::TurnFailed { error }) => error,
+                    _ => return Err(fail("a failed turn's record carries no error".into())),
+                };
+                return Err(stopped(
+                    RunError::Resume(format!("the run stopped when {to}'s turn failed: {error}")),
+                    run,
+                ));
+            }
+            (Status::Escalated, Node::Agent(_), None) => {
+                let reason = match run.transcript.receipt(run.transcript.len() - 1) {
+                    Some(crate::Receipt::Escalated { reason }) => reason,
+                    _ => return Err(fail("an escalated record carries no reason".into())),
+                };
+                return Err(stopped(RunError::Suspended { agent: to, reason }, run));
+            }
+            (Status::Escalated, Node::Agent(agent), Some(decision)) => {
+                match run.decide(agent, &payload, decision) {
+                    Ok(state) => state,
+                    Err(RunError::Decision(e)) => {
+                        return Err(Aborted {
+                            error: RunError::Decision(e),
+                            transcript: run.transcript,
+                        });
+                    }
+                    Err(error) => return Err(stopped(error, run)),
+                }
+            }
+            (_, _, Some(_)) => {
+                return Err(Aborted {
+                    error: RunError::Decision(format!("run {run_id} is not waiting for a decision")),
                     transcript: run.transcript,
-                }),
-                Err(e) => Err(fail(format!("the recorded output does not decode: {e}"))),
-            },
-            (Status::Rejected, _) => Err(Aborted {
-                error: RunError::Rejected {
-                    from: W::GRAPH.node_name(info.from),
-                    to: W::GRAPH.node_name(info.to),
-                    reason: run
-                        .transcript
-                        .rejection
-                        .clone()
-                        .unwrap_or(RejectReason::HopCap { max_hops: 0 }),
-                },
-                transcript: run.transcript,
-            }),
-            (Status::Accepted, Node::Agent(agent)) => {
+                });
+            }
+            (s, Node::Agent(agent), None) if s.ran() => {
+                if let Err(errors) = validate_recorded::<W>(agent, &payload) {
+                    return Err(stopped(
+                        RunError::Rejected {
+                            from,
+                            to,
+                            reason: RejectReason::SchemaMismatch { errors },
+                        },
+                        run,
+                    ));
+                }
                 let state = W::restore(agent, &payload).map_err(fail)?;
                 run.resumed_turn = true;
-                Session {
-                    run,
-                    state: Ok(Some(state)),
-                }
-                .finish()
-                .await
+                state
             }
-            _ => Err(fail(format!(
-                "run {run_id} ends with a transfer whose receipt was never decided"
-            ))),
+            _ => {
+                return Err(fail(format!(
+                    "run {run_id} ends with a transfer whose receipt was never decided"
+                )));
+            }
+        };
+        Session {
+            run,
+            state: Ok(Some(state)),
         }
+        .finish()
+        .await
     }
 
     /// Runs to the end: the output, or the error that stopped the run; both
@@ -326,4 +526,12 @@ const fn node_eq(a: Node, b: Node) -> bool {
         (Node::Agent(x), Node::Agent(y)) => x == y,
         _ => false,
     }
+}
+
+/// Validates a payload read back from storage against the receiver's
+/// input schema (it crossed a serialization boundary).
+fn validate_recorded<W: Workflow>(agent: u16, payload: &RecordedPayload<'_>) -> Result<(), Vec<String>> {
+    let text = crate::canonical::to_json(payload.format, payload.bytes).map_err(|e| vec![e])?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| vec![e.to_string()])?;
+    crate::validate::agent_input::<W>(agent, &value)
 }

@@ -38,6 +38,7 @@ static GRAPH: Graph = Graph {
         timeout_ms: None,
         pre: &[],
         post: &[],
+        on_reject: workflow_core::OnReject::Abort,
     }],
     edges: &[
         EdgeInfo {
@@ -68,9 +69,9 @@ struct Next(u32, Mistake);
 impl Route<Broken> for Next {
     fn route(self, run: &mut Runtime<'_, Broken>) -> Result<Transition<Broken>, RunError> {
         match self.1 {
-            Mistake::UnknownEdge => run.end(7, &self.0)?,
-            Mistake::EndOverAgentEdge => run.end(0, &self.0)?,
-            Mistake::NoTransfer => run.end(1, &self.0)?,
+            Mistake::UnknownEdge => run.end(7, &self.0, None)?,
+            Mistake::EndOverAgentEdge => run.end(0, &self.0, None)?,
+            Mistake::NoTransfer => run.end(1, &self.0, None)?,
         }
         Ok(Transition::End(self.0))
     }
@@ -95,7 +96,7 @@ impl Workflow for Broken {
 
     fn start(input: Self::Input, run: &mut Runtime<'_, Self>) -> Result<Self::State, RunError> {
         if !matches!(input.1, Mistake::NoTransfer) {
-            run.handoff(0, &input.0)?;
+            run.handoff(0, &input.0, None)?;
         }
         Ok(input)
     }

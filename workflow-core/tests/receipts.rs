@@ -190,7 +190,12 @@ pub mod flow {
         Ok(worker::Next::Checker(Check {
             op: Operation::new("check", "check the round"),
             scope: cx.delegate(authority::Judge),
-            evidence: vec![Evidence::complete("worker", "round done")],
+            // Every open question it received is answered by this round.
+            evidence: std::iter::once(Evidence::complete("worker", "round done"))
+                .chain(task.open.iter().map(|u| {
+                    Evidence::complete("worker", "the round was redone").resolving(&u.question)
+                }))
+                .collect(),
             open: vec![],
             stop: StopWhen::any([]),
             remaining: task.remaining,
@@ -1046,16 +1051,34 @@ async fn a_tool_call_within_the_scope_runs() {
 /// authority has expired mid-turn (the `Context` does not even know the
 /// incoming scope).
 #[tokio::test]
-#[ignore = "planned (issue 3, run-time contracts): Context::call does not check the delegated scope yet"]
 async fn a_tool_call_after_the_scope_expired_is_refused() {
     let counters = Arc::new(Counters::default());
     let wf = scoped::Workflow::new((), counters.clone());
     // Valid for 100 ms at the receipt; the clerk calls the tool at ~300 ms.
-    let completed = wf.run(100).await.is_ok();
+    let run = wf.run(100).await;
     assert_eq!(
         counters.runs(),
         [0, 0, 0],
         "the `Spend` side effect ran after the `Spend` scope expired"
     );
-    assert!(!completed, "the run completed on an expired scope");
+    let aborted = run.expect_err("the run completed on an expired scope");
+    match &aborted.error {
+        RunError::ToolFailed { agent, error } => {
+            assert_eq!(*agent, "clerk");
+            assert_eq!(error.kind, workflow_core::ToolErrorKind::OutOfScope);
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    // The refused call is recorded with the turn that made it.
+    let (_, turn) = aborted.transcript.turns().next().expect("the clerk's turn is recorded");
+    assert_eq!(turn.tool_calls.len(), 1);
+    assert!(matches!(
+        &turn.tool_calls[0].outcome,
+        workflow_core::tool::ToolOutcome::Failed { error } if error.kind == workflow_core::ToolErrorKind::OutOfScope
+    ));
+    // Within the scope, the same call goes through.
+    let counters = Arc::new(Counters::default());
+    let wf = scoped::Workflow::new((), counters.clone());
+    assert!(wf.run(60_000).await.is_ok());
+    assert_eq!(counters.runs(), [0, 1, 0]);
 }

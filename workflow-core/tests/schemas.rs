@@ -66,6 +66,9 @@ pub struct ChargeResult {
     pub charged: u64,
 }
 
+impl workflow_core::FailFast for CustomerRecord {}
+impl workflow_core::FailFast for ChargeResult {}
+
 #[workflow(entry = intake, output = Invoice)]
 pub mod billing {
     use super::*;
@@ -198,7 +201,10 @@ pub mod billing {
         Ok(charger::Next::Auditor(AuditTask {
             op: Operation::new("audit", "check the charge"),
             scope: cx.delegate(authority::Audit),
-            evidence: vec![Evidence::complete("charge_card", "charged")],
+            // The charge going through answers whether the card is valid.
+            evidence: vec![
+                Evidence::complete("charge_card", "charged").resolving("is the card still valid?"),
+            ],
             open: vec![],
             stop: StopWhen::any([]),
             customer: task.customer,
@@ -907,6 +913,8 @@ fn a_receipt_with_an_unknown_field_is_refused_by_serde_too() {
         payload: "{}".into(),
         receipt: Receipt::Accepted,
         at_us: 0,
+        redelivery: false,
+        turn: None,
     })
     .unwrap();
     record["receipt"]["reason"] = json!({"code": "hop_cap", "max_hops": 1});

@@ -67,11 +67,9 @@ pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[handoff] struct Name { .. }` outside a workflow module.
 pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
-    if !attr.is_empty() {
-        cx.error_spanned_by(&attr, "`#[handoff]` takes no arguments");
-    }
+    let args = crate::parse::HandoffArgs::parse_all(&cx, attr);
     let code = match syn::parse2::<syn::ItemStruct>(item.clone()) {
-        Ok(s) => expand_handoff(&cx, s),
+        Ok(s) => expand_handoff(&cx, s, args),
         Err(_) => {
             cx.error_spanned_by(
                 item_name(&item),

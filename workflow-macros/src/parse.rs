@@ -183,8 +183,54 @@ pub struct AgentArgs {
     /// The `to` key itself, when given.
     pub to_key: Option<Ident>,
     pub timeout_ms: Option<LitInt>,
+    pub on_reject: Option<OnRejectArg>,
     /// Some argument could not be parsed (and was reported).
     pub incomplete: bool,
+}
+
+/// `on_reject = abort | escalate | sender(max = N)`
+pub struct OnRejectArg {
+    pub kind: Ident,
+    pub max: Option<LitInt>,
+}
+
+impl Parse for OnRejectArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let kind: Ident = input.parse()?;
+        let name = kind.to_string();
+        match name.as_str() {
+            "abort" | "escalate" => Ok(OnRejectArg { kind, max: None }),
+            "sender" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        kind.span(),
+                        "a handoff returned to its sender needs a bound: write `sender(max = N)`",
+                    ));
+                }
+                let inner;
+                parenthesized!(inner in input);
+                let key: Ident = inner.parse()?;
+                if key != "max" {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("expected `max = N`, found `{key}`; write `sender(max = N)`"),
+                    ));
+                }
+                inner.parse::<Token![=]>()?;
+                Ok(OnRejectArg {
+                    kind,
+                    max: Some(inner.parse()?),
+                })
+            }
+            _ => Err(syn::Error::new(
+                kind.span(),
+                format!(
+                    "unknown rejection route `{name}`{}; write `abort`, `escalate` or `sender(max = N)`",
+                    suggestion(&name, ["abort", "escalate", "sender"])
+                ),
+            )),
+        }
+    }
 }
 
 impl AgentArgs {
@@ -194,7 +240,7 @@ impl AgentArgs {
         let mut seen: Vec<String> = Vec::new();
         let given = split_args(tokens.clone()).len();
         let parsed = parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["owns", "tools", "to", "timeout_ms"])?;
+            let key = parse_key(input, &["owns", "tools", "to", "timeout_ms", "on_reject"])?;
             let name = key.to_string();
             if seen.contains(&name) {
                 return Err(duplicate(&key));
@@ -207,6 +253,7 @@ impl AgentArgs {
                     args.to_key = Some(key);
                     args.to = bracketed_list(input)?;
                 }
+                "on_reject" => args.on_reject = Some(input.parse()?),
                 _ => args.timeout_ms = Some(input.parse()?),
             }
             Ok(())
@@ -216,26 +263,132 @@ impl AgentArgs {
     }
 }
 
-/// `#[tool(needs = Authority)]` (the argument is optional).
+/// `#[tool(needs = Authority, effect = write, retries = N, backoff_ms = N, then = escalate)]`
+/// (every argument is optional).
 #[derive(Default)]
 pub struct ToolArgs {
     pub needs: Option<Ident>,
+    pub effect: Option<Ident>,
+    pub retries: Option<LitInt>,
+    pub backoff_ms: Option<LitInt>,
+    pub then: Option<Ident>,
 }
 
-impl Parse for ToolArgs {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
+impl ToolArgs {
+    /// Parses the arguments, reporting each bad one and keeping the rest.
+    pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
         let mut args = ToolArgs::default();
-        while !input.is_empty() {
-            let key = parse_key(input, &["needs"])?;
-            if args.needs.is_some() {
+        parse_each(cx, tokens, |input| {
+            let key = parse_key(
+                input,
+                &["needs", "effect", "retries", "backoff_ms", "then"],
+            )?;
+            let one_of = |value: Ident, allowed: &[&str]| -> syn::Result<Ident> {
+                let v = value.to_string();
+                if allowed.contains(&v.as_str()) {
+                    return Ok(value);
+                }
+                Err(syn::Error::new(
+                    value.span(),
+                    format!(
+                        "unknown {key} `{v}`{}; write {}",
+                        suggestion(&v, allowed.iter().copied()),
+                        allowed
+                            .iter()
+                            .map(|a| format!("`{a}`"))
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ),
+                ))
+            };
+            match key.to_string().as_str() {
+                "needs" if args.needs.is_none() => args.needs = Some(input.parse()?),
+                "effect" if args.effect.is_none() => {
+                    args.effect = Some(one_of(input.parse()?, &["read", "write", "destructive"])?)
+                }
+                "retries" if args.retries.is_none() => args.retries = Some(input.parse()?),
+                "backoff_ms" if args.backoff_ms.is_none() => {
+                    args.backoff_ms = Some(input.parse()?)
+                }
+                "then" if args.then.is_none() => {
+                    args.then = Some(one_of(input.parse()?, &["abort", "escalate"])?)
+                }
+                _ => return Err(duplicate(&key)),
+            }
+            Ok(())
+        });
+        args
+    }
+}
+
+/// `#[handoff(max_bytes = N, max_tokens = N)]` (both optional).
+#[derive(Default)]
+pub struct HandoffArgs {
+    pub max_bytes: Option<LitInt>,
+    pub max_tokens: Option<LitInt>,
+}
+
+impl HandoffArgs {
+    /// Parses the arguments, reporting each bad one and keeping the rest.
+    pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> HandoffArgs {
+        let mut args = HandoffArgs::default();
+        parse_each(cx, tokens, |input| {
+            let key = parse_key(input, &["max_bytes", "max_tokens"])?;
+            let n: LitInt = input.parse()?;
+            if n.base10_parse::<u64>().is_err() {
+                return Err(syn::Error::new(
+                    n.span(),
+                    format!("`{key}` is a size: a whole number that fits in 64 bits"),
+                ));
+            }
+            match key.to_string().as_str() {
+                "max_bytes" if args.max_bytes.is_none() => args.max_bytes = Some(n),
+                "max_tokens" if args.max_tokens.is_none() => args.max_tokens = Some(n),
+                _ => return Err(duplicate(&key)),
+            }
+            Ok(())
+        });
+        args
+    }
+}
+
+/// `#[invariants(forbid = ["path", ..], check = [function, ..])]` (both optional).
+#[derive(Default)]
+pub struct InvariantsArgs {
+    pub forbid: Vec<LitStr>,
+    pub check: Vec<syn::Path>,
+}
+
+impl InvariantsArgs {
+    /// Parses the arguments, reporting each bad one and keeping the rest.
+    pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> InvariantsArgs {
+        let mut args = InvariantsArgs::default();
+        let mut seen: Vec<String> = Vec::new();
+        parse_each(cx, tokens, |input| {
+            let key = parse_key(input, &["forbid", "check"])?;
+            let name = key.to_string();
+            if seen.contains(&name) {
                 return Err(duplicate(&key));
             }
-            args.needs = Some(input.parse()?);
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
+            seen.push(name.clone());
+            if name == "forbid" {
+                let paths: Vec<LitStr> = bracketed_list(input)?;
+                for p in &paths {
+                    let v = p.value();
+                    if v.is_empty() || v.split('.').any(str::is_empty) {
+                        return Err(syn::Error::new(
+                            p.span(),
+                            "a forbidden field is a field name (`ssn`) or a dotted path (`customer.email`)",
+                        ));
+                    }
+                }
+                args.forbid = paths;
+            } else {
+                args.check = bracketed_list(input)?;
             }
-        }
-        Ok(args)
+            Ok(())
+        });
+        args
     }
 }
 

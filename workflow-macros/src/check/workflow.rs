@@ -37,6 +37,8 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     }
     // With a bad entry, go on from the first agent so every other error shows.
     let entry = check_entry(cx, wf);
+    check_on_reject(cx, wf, entry);
+    check_tool_effects(cx, wf);
     let (graph, edge_tokens, all_resolved) = resolve_edges(cx, wf, entry.unwrap_or(0));
     // Reachability and ends are only meaningful on the graph as declared:
     // with a bad entry or target they would report the same mistake again.
@@ -46,7 +48,14 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
         check_ends(cx, wf, &graph);
     }
     check_unbounded_loops(cx, wf, &graph, &edge_tokens);
-    let computed = graph.max_hops().unwrap_or(0);
+    // A handoff returned to its sender gives the sender one more turn, at
+    // most `max` times per receiver and run.
+    let returns: u64 = wf
+        .agents
+        .iter()
+        .filter_map(|a| a.args.on_reject.as_ref()?.max.as_ref()?.base10_parse::<u64>().ok())
+        .sum();
+    let computed = graph.max_hops().unwrap_or(0).saturating_add(returns);
     if computed > u64::from(u32::MAX) {
         cx.error_spanned_by(
             &wf.name,
@@ -310,6 +319,59 @@ fn check_numbers(cx: &Ctxt, wf: &Workflow) {
             if let Some(b) = &t.bound {
                 parse_positive(cx, b, "max", u64::from(u32::MAX));
             }
+        }
+        if let Some(max) = a.args.on_reject.as_ref().and_then(|o| o.max.as_ref()) {
+            parse_positive(cx, max, "max", u64::from(u32::MAX));
+        }
+    }
+    for t in &wf.tools {
+        if let Some(n) = &t.args.retries
+            && let Err(e) = n.base10_parse::<u32>()
+        {
+            cx.error_spanned_by(n, format!("`retries` must be a whole number from 0 to {}: {e}", u32::MAX));
+        }
+        if let Some(n) = &t.args.backoff_ms
+            && let Err(e) = n.base10_parse::<u64>()
+        {
+            cx.error_spanned_by(n, format!("`backoff_ms` must be a whole number of milliseconds: {e}"));
+        }
+    }
+}
+
+/// The entry's sender is the caller of `run`: a rejection cannot go back
+/// to it.
+fn check_on_reject(cx: &Ctxt, wf: &Workflow, entry: Option<usize>) {
+    let Some(entry) = entry.and_then(|e| wf.agents.get(e)) else {
+        return;
+    };
+    if let Some(o) = &entry.args.on_reject
+        && o.kind == "sender"
+    {
+        cx.error_spanned_by(
+            &o.kind,
+            format!(
+                "`{}` is the entry: its sender is the caller of `run`, which cannot handle a returned handoff; use `abort` or `escalate`",
+                entry.name
+            ),
+        );
+    }
+}
+
+/// A tool that changes the world (`effect = write` or `destructive`) needs
+/// an authority, so that exactly one agent owns it.
+fn check_tool_effects(cx: &Ctxt, wf: &Workflow) {
+    for t in &wf.tools {
+        if let Some(effect) = &t.args.effect
+            && effect != "read"
+            && t.needs.is_none()
+        {
+            cx.error_spanned_by(
+                effect,
+                format!(
+                    "tool `{}` has `effect = {effect}` but needs no authority: a tool that changes the world must have one owner; add `needs = Authority` (an authority exactly one agent owns)",
+                    t.name
+                ),
+            );
         }
     }
 }

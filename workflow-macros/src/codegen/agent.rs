@@ -70,6 +70,8 @@ pub(super) fn agent(
                 End(super::__wf_output)
             ),
         });
+    let probe_payload = super::contract_probe(quote!(&payload));
+    let probe_output = super::contract_probe(quote!(&output));
     let routes = r
         .graph
         .edges
@@ -83,7 +85,7 @@ pub(super) fn agent(
                     let v = wf.agents[b].variant.clone();
                     quote! {
                         #name::Next::#v(payload) => {
-                            run.handoff(#edge, &payload)?;
+                            run.handoff(#edge, &payload, #probe_payload)?;
                             ::workflow_core::__private::Result::Ok(
                                 ::workflow_core::Transition::To(State::#v(payload)),
                             )
@@ -92,7 +94,7 @@ pub(super) fn agent(
                 }
                 Target::End => quote! {
                     #name::Next::End(output) => {
-                        run.end(#edge, &output)?;
+                        run.end(#edge, &output, #probe_output)?;
                         ::workflow_core::__private::Result::Ok(::workflow_core::Transition::End(output))
                     }
                 },

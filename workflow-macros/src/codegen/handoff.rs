@@ -163,6 +163,25 @@ pub fn expand(h: &Handoff) -> TokenStream {
         }
         None => quote!(&::workflow_core::__private::NO_STOP),
     };
+    let open = match first(3) {
+        Some(open) => {
+            let (field, ty) = (&open.field, &open.ty);
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::OpenQuestions)
+        }
+        None => quote!(&::workflow_core::__private::NO_OPEN),
+    };
+    let evidence = match first(2) {
+        Some(evidence) => {
+            let (field, ty) = (&evidence.field, &evidence.ty);
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::EvidenceList)
+        }
+        None => quote!(&::workflow_core::__private::NO_EVIDENCE),
+    };
+    let limit = |n: &Option<syn::LitInt>| match n.as_ref().and_then(|n| n.base10_parse::<u64>().ok()) {
+        Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
+        None => quote!(::workflow_core::__private::Option::None),
+    };
+    let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
     let parts = h.parts.iter().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();
@@ -176,11 +195,18 @@ pub fn expand(h: &Handoff) -> TokenStream {
         impl ::workflow_core::Handoff for #ident {
             type Authority = #authority;
             const PARTS: &'static [(&'static str, &'static str)] = &[#(#parts),*];
+            const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
+            const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
             fn contract(&self) -> ::workflow_core::ContractView<'_> {
                 ::workflow_core::ContractView {
+                    parts: <Self as ::workflow_core::Handoff>::PARTS,
                     authority: <#authority as ::workflow_core::Authority>::NAME,
                     expires: #expires,
                     stop: #stop,
+                    open: #open,
+                    evidence: #evidence,
+                    max_bytes: <Self as ::workflow_core::Handoff>::MAX_BYTES,
+                    max_tokens: <Self as ::workflow_core::Handoff>::MAX_TOKENS,
                 }
             }
         }

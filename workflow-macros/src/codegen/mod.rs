@@ -54,3 +54,13 @@ pub fn expr_text(expr: &syn::Expr) -> String {
     }
     text
 }
+
+/// The contract of the value `value` (a reference) if its type is a
+/// handoff, `None` otherwise: an `Option<ContractView>` expression.
+pub(crate) fn contract_probe(value: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote::quote! {{
+        #[allow(unused_imports)]
+        use ::workflow_core::__private::{ContractOfAnything as _, ContractOfHandoff as _};
+        (&::workflow_core::__private::ContractProbe(#value)).contract_view()
+    }}
+}

@@ -34,30 +34,29 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     });
     let turns = wf.agents.iter().map(|a| {
         let (v, n) = (a.variant.clone(), &a.name);
-        let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok());
         let body_future = body_call(a);
-        let call = quote!(run.instrument_agent::<#n::Agent, _>(#body_future));
-        let body = match timeout {
-            None => quote!(#call.await),
-            Some(ms) => quote! {
-                match ::workflow_core::__private::timeout(
-                    ::workflow_core::__private::Duration::from_millis(#ms),
-                    #call,
-                ).await {
-                    ::workflow_core::__private::Result::Ok(result) => result,
-                    ::workflow_core::__private::Result::Err(_) => {
-                        return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
-                    }
-                }
-            },
-        };
         quote! {
             State::#v(input) => {
                 let cx = run.receive::<#n::Agent>(&input)?;
-                let result = #body;
+                let body = run.instrument_agent::<#n::Agent, _>(#body_future);
+                let result = match run.turn_limit::<#n::Agent>() {
+                    ::workflow_core::__private::Option::None => body.await,
+                    ::workflow_core::__private::Option::Some(limit) => {
+                        match ::workflow_core::__private::timeout(limit, body).await {
+                            ::workflow_core::__private::Result::Ok(result) => result,
+                            ::workflow_core::__private::Result::Err(_) => {
+                                return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                            }
+                        }
+                    }
+                };
                 run.deliver::<#n::Agent>(result, cx)
             }
         }
+    });
+    let encodes = wf.agents.iter().map(|a| {
+        let v = a.variant.clone();
+        quote!(State::#v(payload) => ::workflow_core::__private::encode(out, payload),)
     });
     let restores = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
@@ -82,6 +81,8 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         schema_types.push(quote!(#i));
     }
     let graph = graph(wf, r);
+    let probe_input = super::contract_probe(quote!(&input));
+    let invariants = wf.invariants.as_ref().map(|root| invariants(wf, root));
     let doc = format!("The definition of workflow `{wf_name}`; run it with [`Workflow`].");
     quote! {
         #[doc = #doc]
@@ -90,6 +91,8 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
 
         /// The executor of this workflow: `Workflow::new(root, deps).run(input)`.
         pub type Workflow = ::workflow_core::Executor<Spec>;
+
+        #invariants
 
         /// Which agent runs next, with its input.
         pub enum State {
@@ -108,7 +111,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 input: #input,
                 run: &mut ::workflow_core::Runtime<'_, Spec>,
             ) -> ::workflow_core::__private::Result<State, ::workflow_core::RunError> {
-                run.handoff(0, &input)?;
+                run.handoff(0, &input, #probe_input)?;
                 ::workflow_core::__private::Result::Ok(State::#entry_v(input))
             }
 
@@ -140,6 +143,15 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                     _ => ::workflow_core::__private::Result::Err(
                         ::workflow_core::__private::format!("no agent {} in this workflow", agent),
                     ),
+                }
+            }
+
+            fn encode_state(
+                state: &State,
+                out: &mut ::workflow_core::__private::Vec<u8>,
+            ) -> ::workflow_core::__private::Result<::workflow_core::ledger::PayloadFormat, ::workflow_core::__private::String> {
+                match state {
+                    #(#encodes)*
                 }
             }
 
@@ -189,6 +201,14 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             None => quote!(::workflow_core::__private::Option::None),
         };
         let (pre, post) = (cond(&a.pre), cond(&a.post));
+        let on_reject = match &a.args.on_reject {
+            Some(o) if o.kind == "escalate" => quote!(::workflow_core::OnReject::Escalate),
+            Some(o) if o.kind == "sender" => {
+                let max = o.max.as_ref().and_then(|m| m.base10_parse::<u32>().ok()).unwrap_or(1);
+                quote!(::workflow_core::OnReject::Sender { max: #max })
+            }
+            _ => quote!(::workflow_core::OnReject::Abort),
+        };
         quote! {
             ::workflow_core::AgentInfo {
                 name: #name,
@@ -199,6 +219,7 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
                 timeout_ms: #timeout,
                 pre: #pre,
                 post: #post,
+                on_reject: #on_reject,
             }
         }
     });
@@ -252,8 +273,23 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
             None => quote!(::workflow_core::__private::Option::None),
         };
+        let description = &t.description;
+        let effect = tool_effect(t);
+        let fallback = tool_fallback(t);
         quote! {
-            ::workflow_core::ToolInfo { name: #name, input: #it, input_schema: #is, output: #ot, output_schema: #os, needs: #needs }
+            ::workflow_core::ToolInfo {
+                name: #name,
+                input: #it,
+                input_schema: #is,
+                output: #ot,
+                output_schema: #os,
+                needs: #needs,
+                description: #description,
+                effect: #effect,
+                fallback: #fallback,
+                input_schema_doc: ::workflow_core::__private::schema_doc::<#i>,
+                output_schema_doc: ::workflow_core::__private::schema_doc::<#o>,
+            }
         }
     });
     let name = wf.name.unraw().to_string();
@@ -267,6 +303,59 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             input: #input_text,
             output: #output_text,
             max_hops: #max_hops,
+        }
+    }
+}
+
+/// The declared effect of tool `t`.
+pub(super) fn tool_effect(t: &crate::model::workflow::Tool) -> TokenStream {
+    match t.args.effect.as_ref().map(|e| e.to_string()).as_deref() {
+        Some("write") => quote!(::workflow_core::Effect::Write),
+        Some("destructive") => quote!(::workflow_core::Effect::Destructive),
+        _ => quote!(::workflow_core::Effect::Read),
+    }
+}
+
+/// The declared fallback policy of tool `t`.
+pub(super) fn tool_fallback(t: &crate::model::workflow::Tool) -> TokenStream {
+    let retries = t.args.retries.as_ref().and_then(|n| n.base10_parse::<u32>().ok()).unwrap_or(0);
+    let backoff = t.args.backoff_ms.as_ref().and_then(|n| n.base10_parse::<u64>().ok()).unwrap_or(0);
+    let then = match t.args.then.as_ref().map(|e| e.to_string()).as_deref() {
+        Some("escalate") => quote!(::workflow_core::Then::Escalate),
+        _ => quote!(::workflow_core::Then::Abort),
+    };
+    quote!(::workflow_core::Fallback { retries: #retries, backoff_ms: #backoff, then: #then })
+}
+
+/// The `Invariants` impl of the `#[invariants]` type: its forbidden fields
+/// and its declared checks, in order.
+fn invariants(wf: &Workflow, root: &syn::Ident) -> TokenStream {
+    let args = &wf.invariants_args;
+    let forbid = &args.forbid;
+    let checks_given = !args.check.is_empty();
+    let checks = args.check.iter().map(|path| {
+        let name = quote!(#path).to_string().replace(' ', "");
+        quote::quote_spanned! {syn::spanned::Spanned::span(path)=>
+            if let ::workflow_core::__private::Result::Err(message) = #path(self, transfer) {
+                return ::workflow_core::__private::Result::Err((#name, message));
+            }
+        }
+    });
+    quote! {
+        impl ::workflow_core::Invariants for #root {
+            const FORBIDDEN: &'static [&'static str] = &[#(#forbid),*];
+            const CHECKS: bool = #checks_given;
+            fn check(
+                &self,
+                transfer: &::workflow_core::TransferView<'_>,
+            ) -> ::workflow_core::__private::Result<(), (&'static str, ::workflow_core::__private::String)> {
+                #(#checks)*
+                let _ = transfer;
+                ::workflow_core::__private::Result::Ok(())
+            }
+            fn to_json(&self) -> ::workflow_core::__private::Result<::workflow_core::__private::serde_json::Value, ::workflow_core::__private::String> {
+                ::workflow_core::__private::to_json(self)
+            }
         }
     }
 }

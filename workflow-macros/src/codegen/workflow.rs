@@ -145,6 +145,18 @@ fn tools(wf: &Workflow) -> TokenStream {
         let doc = format!("The tool `{text}`: pass it to `cx.call`.");
         let hidden = &t.hidden;
         let (input_alias, output_alias) = (tool_input_alias(t), tool_output_alias(t));
+        let needs = match &t.needs {
+            Some(n) => {
+                let n = n.unraw().to_string();
+                quote!(::workflow_core::__private::Option::Some(#n))
+            }
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+        // A missing `FailFast` is reported on the output type the user wrote.
+        let output_span = syn::spanned::Spanned::span(&t.output_ty);
+        let output_decl = quote::quote_spanned!(output_span=> type Output = super::#output_alias;);
+        let effect = super::spec::tool_effect(t);
+        let fallback = super::spec::tool_fallback(t);
         let body = if !t.callable {
             quote! {
                 async move {
@@ -167,8 +179,11 @@ fn tools(wf: &Workflow) -> TokenStream {
             pub struct #name;
             impl ::workflow_core::Tool<super::Spec> for #name {
                 const NAME: &'static str = #text;
+                const NEEDS: ::workflow_core::__private::Option<&'static str> = #needs;
+                const EFFECT: ::workflow_core::Effect = #effect;
+                const FALLBACK: ::workflow_core::Fallback = #fallback;
                 type Input = super::#input_alias;
-                type Output = super::#output_alias;
+                #output_decl
                 fn call(
                     self,
                     input: super::#input_alias,
@@ -191,7 +206,7 @@ pub(super) fn body_call(a: &Agent) -> TokenStream {
     if !a.callable {
         return quote! {
             async move {
-                let _ = (input, cx);
+                let _ = input;
                 ::workflow_core::__private::Result::Err(::workflow_core::Reject::because(
                     "the agent's signature is invalid (reported at compile time)",
                 ))
@@ -199,9 +214,12 @@ pub(super) fn body_call(a: &Agent) -> TokenStream {
         };
     }
     if a.is_async {
-        quote!(#name(input, cx))
+        quote!(#name(input, cx.clone()))
     } else {
-        quote!(async move { #name(input, cx) })
+        quote!({
+            let cx = cx.clone();
+            async move { #name(input, cx) }
+        })
     }
 }
 

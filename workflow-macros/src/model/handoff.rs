@@ -57,6 +57,8 @@ pub struct Handoff {
     pub item: ItemStruct,
     /// The marked fields, in field order.
     pub parts: Vec<PartField>,
+    /// `#[handoff(max_bytes = N, max_tokens = N)]`.
+    pub args: crate::parse::HandoffArgs,
 }
 
 impl Handoff {
@@ -112,7 +114,11 @@ impl Handoff {
                 });
             }
         }
-        Ok(Handoff { item, parts })
+        Ok(Handoff {
+            item,
+            parts,
+            args: crate::parse::HandoffArgs::default(),
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use crate::check;
 use crate::codegen;
 use crate::ctxt::Ctxt;
 use crate::model::handoff::Handoff;
-use crate::parse::{AgentArgs, ConditionArgs, ToolArgs, WorkflowArgs};
+use crate::parse::{AgentArgs, ConditionArgs, HandoffArgs, InvariantsArgs, ToolArgs, WorkflowArgs};
 
 /// An `#[agent]` function.
 pub struct Agent {
@@ -41,6 +41,10 @@ pub struct Tool {
     pub input_ty: Type,
     pub output_ty: Type,
     pub needs: Option<Ident>,
+    /// `effect`, `retries`, `backoff_ms`, `then`.
+    pub args: ToolArgs,
+    /// The tool's doc comment, for its MCP definition.
+    pub description: String,
 }
 
 /// A `#[workflow]` module.
@@ -56,6 +60,8 @@ pub struct Workflow {
     /// Names of the `#[handoff]` structs declared in the module.
     pub handoffs: Vec<Ident>,
     pub invariants: Option<Ident>,
+    /// `#[invariants(forbid = [..], check = [..])]`.
+    pub invariants_args: InvariantsArgs,
     /// Structs and enums declared in the module without `pub`.
     pub private_types: Vec<Ident>,
 }
@@ -157,6 +163,7 @@ impl Workflow {
             tools: Vec::new(),
             handoffs: Vec::new(),
             invariants: None,
+            invariants_args: InvariantsArgs::default(),
             private_types: Vec::new(),
         };
         for item in &content {
@@ -172,16 +179,25 @@ impl Workflow {
         for item in content {
             match item {
                 Item::Struct(mut s) if has_attr(&s.attrs, "handoff") => {
+                    let mut args = HandoffArgs::default();
                     for a in take_attrs(&mut s.attrs, "handoff") {
-                        if !matches!(a.meta, syn::Meta::Path(_)) {
-                            cx.error_spanned_by(&a, "`#[handoff]` takes no arguments");
+                        if let syn::Meta::List(list) = &a.meta {
+                            args = HandoffArgs::parse_all(cx, list.tokens.clone());
+                        } else if !matches!(a.meta, syn::Meta::Path(_)) {
+                            cx.error_spanned_by(&a, "`#[handoff]` takes `(max_bytes = N, max_tokens = N)` or nothing");
                         }
                     }
                     wf.handoffs.push(s.ident.clone());
-                    wf.items.push(expand_handoff(cx, s));
+                    wf.items.push(expand_handoff(cx, s, args));
                 }
                 Item::Struct(mut s) if has_attr(&s.attrs, "invariants") => {
-                    take_attrs(&mut s.attrs, "invariants");
+                    for a in take_attrs(&mut s.attrs, "invariants") {
+                        if let syn::Meta::List(list) = &a.meta {
+                            wf.invariants_args = InvariantsArgs::parse_all(cx, list.tokens.clone());
+                        } else if !matches!(a.meta, syn::Meta::Path(_)) {
+                            cx.error_spanned_by(&a, "`#[invariants]` takes `(forbid = [..], check = [..])` or nothing");
+                        }
+                    }
                     if let Some(first) = &wf.invariants {
                         cx.error_spanned_by(
                             &s.ident,
@@ -305,11 +321,12 @@ fn remove_reserved_names(cx: &Ctxt, wf: &mut Workflow) {
 }
 
 /// Expands a `#[handoff]` struct in place (its rules run with the rest).
-pub fn expand_handoff(cx: &Ctxt, s: syn::ItemStruct) -> TokenStream {
-    let model = match Handoff::from_struct(cx, s) {
+pub fn expand_handoff(cx: &Ctxt, s: syn::ItemStruct, args: HandoffArgs) -> TokenStream {
+    let mut model = match Handoff::from_struct(cx, s) {
         Ok(model) => model,
         Err(cleaned) => return cleaned.to_token_stream(),
     };
+    model.args = args;
     check::contract::check(cx, &model);
     codegen::handoff::expand(&model)
 }
@@ -415,13 +432,27 @@ fn agent_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Agent> {
 fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
     let mut args = ToolArgs::default();
     for a in take_attrs(&mut f.attrs, "tool") {
-        if !matches!(a.meta, syn::Meta::Path(_)) {
-            match a.parse_args::<ToolArgs>() {
-                Ok(parsed) => args = parsed,
-                Err(e) => cx.syn_error(e),
-            }
+        if let syn::Meta::List(list) = &a.meta {
+            args = ToolArgs::parse_all(cx, list.tokens.clone());
         }
     }
+    let description = f
+        .attrs
+        .iter()
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value().trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim()
+        .to_owned();
     let sig = &f.sig;
     let shape = format!(
         "a tool is `async fn {}(input: Input, deps: &Deps) -> Result<Output, ToolError>`",
@@ -470,7 +501,9 @@ fn tool_from_fn(cx: &Ctxt, f: &mut ItemFn) -> Option<Tool> {
         callable: what.is_none() && owned,
         input_ty: input_ty.unwrap_or_else(|| syn::parse_quote!(())),
         output_ty: output_ty.unwrap_or_else(|| syn::parse_quote!(())),
-        needs: args.needs,
+        needs: args.needs.clone(),
+        args,
+        description,
     })
 }
 

@@ -14,6 +14,9 @@ pub struct Report {
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Text(pub String);
 
+/// Every report is usable.
+impl FailFast for Report {}
+
 pub struct Counter;
 
 #[workflow(entry = count, output = super::Report, deps = super::Counter)]
