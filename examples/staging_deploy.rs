@@ -34,7 +34,8 @@ async fn main() {
     };
 
     println!("== run 1: the VPC lookup returns an incomplete first page ==");
-    let wf = deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
     match wf.run(staging_goal()).await {
         Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
         Err(aborted) => {
@@ -47,7 +48,8 @@ async fn main() {
 
     println!();
     println!("== run 2: the staging VPC's tag drifted; terraform escalates ==");
-    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(ledger.clone());
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(ledger.clone());
     let run_id = match wf.run(staging_goal()).await {
         Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
         Err(aborted) => {
@@ -67,7 +69,8 @@ async fn main() {
         Ok(ledger) => Arc::new(ledger),
         Err(e) => fail(&format!("cannot reopen the ledger: {e}")),
     };
-    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(reopened.clone());
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(reopened.clone());
     let suspension = match wf.suspension(run_id) {
         Ok(s) => s,
         Err(e) => fail(&format!("no suspension: {e}")),
@@ -97,7 +100,8 @@ async fn main() {
 
     println!();
     println!("== run 3: the lookup lists every VPC, tags right ==");
-    let wf = deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
     match wf.run(staging_goal()).await {
         Ok(done) => {
             print!("{}", done.transcript);

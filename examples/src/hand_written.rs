@@ -66,8 +66,8 @@ pub mod counter {
     use workflow_core::session::edge_index;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
-        Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet, Scope,
-        StopWhen, Transition, Uncertainty,
+        Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet,
+        Scope, StopWhen, Transition, Uncertainty,
     };
 
     use super::{MAX_ROUNDS, Tally};

@@ -51,7 +51,10 @@ async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening(
         matches!(&last.receipt, workflow_core::Receipt::TurnFailed { error } if error.contains("partial result")),
         "{last}"
     );
-    let turn = last.turn.as_ref().expect("the failed turn's calls are recorded");
+    let turn = last
+        .turn
+        .as_ref()
+        .expect("the failed turn's calls are recorded");
     assert_eq!(turn.tool_calls[0].tool, "describe_vpcs");
 }
 

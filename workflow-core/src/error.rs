@@ -80,7 +80,7 @@ impl From<ToolError> for Reject {
     schemars::JsonSchema,
 )]
 #[serde(deny_unknown_fields)]
-#[error("tool `{tool}` failed ({kind}): {message}")]
+#[error("tool `{tool}` failed{}: {message}", kind_note(*kind))]
 pub struct ToolError {
     /// The tool's name.
     pub tool: Cow<'static, str>,
@@ -93,7 +93,15 @@ pub struct ToolError {
 /// The class of a [`ToolError`]: what the executor and the fallback policy
 /// act on.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ToolErrorKind {
@@ -116,6 +124,14 @@ pub enum ToolErrorKind {
     Budget,
     /// The tool ran past the time it was given.
     Timeout,
+}
+
+/// ` (partial result)` for every class but a plain failure.
+fn kind_note(kind: ToolErrorKind) -> String {
+    match kind {
+        ToolErrorKind::Failed => String::new(),
+        kind => format!(" ({kind})"),
+    }
 }
 
 impl ToolErrorKind {

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use crate::budget::{BudgetExhausted, Usage};
 use crate::contract::{Authority, ContractView, Expiry, Payload, Scope};
 use crate::error::{Reject, RunError, ToolError, ToolErrorKind};
+use crate::graph::{Condition, Graph};
 pub use crate::ledger::PayloadFormat;
 use crate::record::RejectReason;
-use crate::tool::{Effect, Fallback, FailFast, Then, ToolCallRecord, ToolOutcome};
-use crate::graph::{Condition, Graph};
 use crate::runtime::{Runtime, agent_name};
 use crate::schema::SchemaSet;
+use crate::tool::{Effect, FailFast, Fallback, Then, ToolCallRecord, ToolOutcome};
 
 /// A workflow definition: its graph, its state and how a state takes a turn.
 ///
@@ -236,8 +236,7 @@ impl RunShared {
     }
 
     pub(crate) fn mark(&self) {
-        self.dirty
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -487,7 +486,13 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
     let (result, recorded) = match outcome {
         Ok((out, text)) => {
             let digest = crate::tool::digest(&text);
-            (Ok(out), ToolOutcome::Ok { result: text, digest })
+            (
+                Ok(out),
+                ToolOutcome::Ok {
+                    result: text,
+                    digest,
+                },
+            )
         }
         Err(error) => {
             if log.failure.is_none() {

@@ -55,7 +55,17 @@ pub struct AgentInfo {
 }
 
 /// What a rejection at an agent's receipt does (`#[agent(on_reject = ..)]`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(tag = "then", rename_all = "snake_case", deny_unknown_fields)]
 pub enum OnReject {
     /// The run stops with the rejection (the default).

@@ -103,9 +103,7 @@ pub fn find_forbidden<'p>(value: &serde_json::Value, paths: &[&'p str]) -> Optio
 
 fn anywhere(value: &serde_json::Value, key: &str) -> bool {
     match value {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .any(|(k, v)| k == key || anywhere(v, key)),
+        serde_json::Value::Object(map) => map.iter().any(|(k, v)| k == key || anywhere(v, key)),
         serde_json::Value::Array(items) => items.iter().any(|v| anywhere(v, key)),
         _ => false,
     }
@@ -135,12 +133,18 @@ mod tests {
         let v = json!({"customer": {"name": "a", "email": "x"}, "orders": [{"card": 1}], "note": "ssn"});
         assert_eq!(find_forbidden(&v, &["ssn"]), None, "a value is not a field");
         assert_eq!(find_forbidden(&v, &["email"]), Some("email"));
-        assert_eq!(find_forbidden(&v, &["customer.email"]), Some("customer.email"));
+        assert_eq!(
+            find_forbidden(&v, &["customer.email"]),
+            Some("customer.email")
+        );
         assert_eq!(find_forbidden(&v, &["email.customer"]), None);
         assert_eq!(find_forbidden(&v, &["orders.card"]), Some("orders.card"));
         assert_eq!(find_forbidden(&v, &["*.email"]), Some("*.email"));
         assert_eq!(find_forbidden(&v, &["*.card"]), Some("*.card"));
-        assert_eq!(find_forbidden(&v, &["name.x", "customer.name"]), Some("customer.name"));
+        assert_eq!(
+            find_forbidden(&v, &["name.x", "customer.name"]),
+            Some("customer.name")
+        );
     }
 
     #[test]

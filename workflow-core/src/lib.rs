@@ -75,25 +75,25 @@ pub use record::{
     Endpoint, Escalation, Receipt, RecordError, RejectReason, Transcript, TransferRecord,
     TurnRecord,
 };
-pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
 pub use runtime::Runtime;
 pub use schema::{Drift, SchemaSet};
 pub use session::{Executor, Session, Step};
+pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
 
 #[cfg(feature = "macros")]
 pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 
 /// Everything a workflow module needs: `use workflow_core::prelude::*;`.
 pub mod prelude {
+    pub use crate::budget::{Budget, Usage};
     pub use crate::contract::{
         Evidence, Expiry, Handoff, Operation, Scope, StopCondition, StopWhen, Uncertainty,
     };
-    pub use crate::budget::{Budget, Usage};
     pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
     pub use crate::escalation::{Decision, Suspension};
+    pub use crate::invariant::TransferView;
     pub use crate::record::{Receipt, RejectReason};
     pub use crate::session::{Executor, Step};
-    pub use crate::invariant::TransferView;
     pub use crate::tool::{FailFast, Unusable};
     #[cfg(feature = "macros")]
     pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
@@ -112,8 +112,8 @@ pub mod __private {
     pub use std::option::Option;
     pub use std::result::Result;
     pub use std::string::String;
-    pub use std::vec::Vec;
     pub use std::time::Duration;
+    pub use std::vec::Vec;
     pub use tokio::time::timeout;
 
     /// The JSON Schema (draft 2020-12) of `T`, for the static graph.

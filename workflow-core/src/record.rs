@@ -134,7 +134,10 @@ impl fmt::Display for RejectReason {
                 spent,
             } => write!(f, "{budget} budget of {limit} used up ({spent} spent)"),
             RejectReason::TooLarge { unit, size, max } => {
-                write!(f, "payload of {size} {unit} exceeds the handoff's maximum of {max}")
+                write!(
+                    f,
+                    "payload of {size} {unit} exceeds the handoff's maximum of {max}"
+                )
             }
             RejectReason::ForbiddenField { path } => {
                 write!(f, "payload carries forbidden field `{path}`")
@@ -146,7 +149,11 @@ impl fmt::Display for RejectReason {
                 write!(f, "denied by {gate}: {}", messages.join("; "))
             }
             RejectReason::SchemaMismatch { errors } => {
-                write!(f, "payload does not match its schema: {}", errors.join("; "))
+                write!(
+                    f,
+                    "payload does not match its schema: {}",
+                    errors.join("; ")
+                )
             }
             RejectReason::UncertaintyDropped { question } => write!(
                 f,
@@ -259,7 +266,9 @@ impl<'de> Deserialize<'de> for Receipt {
             v.ok_or_else(|| D::Error::missing_field("reason"))
         };
         if wire.error.is_some() && !matches!(wire.status, Status::TurnFailed) {
-            return Err(D::Error::custom("only a `turn_failed` receipt carries an `error`"));
+            return Err(D::Error::custom(
+                "only a `turn_failed` receipt carries an `error`",
+            ));
         }
         let only_status = |w: &Wire| w.reason.is_none() && w.by.is_none() && w.edited.is_none();
         match wire.status {
@@ -267,12 +276,14 @@ impl<'de> Deserialize<'de> for Receipt {
             Status::Accepted if only_status(&wire) => Ok(Receipt::Accepted),
             Status::Rejected if wire.by.is_none() && wire.edited.is_none() => {
                 Ok(Receipt::Rejected {
-                    reason: serde_json::from_value(reason(wire.reason)?).map_err(D::Error::custom)?,
+                    reason: serde_json::from_value(reason(wire.reason)?)
+                        .map_err(D::Error::custom)?,
                 })
             }
             Status::Escalated if wire.by.is_none() && wire.edited.is_none() => {
                 Ok(Receipt::Escalated {
-                    reason: serde_json::from_value(reason(wire.reason)?).map_err(D::Error::custom)?,
+                    reason: serde_json::from_value(reason(wire.reason)?)
+                        .map_err(D::Error::custom)?,
                 })
             }
             Status::TurnFailed if only_status(&wire) => Ok(Receipt::TurnFailed {
@@ -280,7 +291,9 @@ impl<'de> Deserialize<'de> for Receipt {
             }),
             Status::Approved if wire.reason.is_none() => Ok(Receipt::Approved {
                 by: wire.by.ok_or_else(|| D::Error::missing_field("by"))?,
-                edited: wire.edited.ok_or_else(|| D::Error::missing_field("edited"))?,
+                edited: wire
+                    .edited
+                    .ok_or_else(|| D::Error::missing_field("edited"))?,
             }),
             _ => Err(D::Error::custom(
                 "a receipt carries only the fields of its status",
@@ -404,6 +417,11 @@ pub struct TurnRecord {
     pub tool_calls: Vec<crate::tool::ToolCallRecord>,
     /// Tokens and cost the turn charged.
     pub usage: crate::budget::Usage,
+    /// The open questions the turn received and handed to the caller with
+    /// the workflow output (an output that is not a handoff cannot carry
+    /// them): the run's unresolved uncertainty, never dropped silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<String>,
 }
 
 /// Every transfer of one run, in order: the executor's witness.
@@ -579,6 +597,16 @@ impl Transcript {
             .iter()
             .find(|(at, _)| *at as usize == i)
             .map(|(_, t)| t)
+    }
+
+    /// The open questions handed to the caller with the workflow output
+    /// (received by the last agent, neither resolved nor escalated).
+    pub fn unresolved(&self) -> &[String] {
+        self.turns
+            .iter()
+            .rev()
+            .find_map(|(_, t)| (!t.unresolved.is_empty()).then_some(t.unresolved.as_slice()))
+            .unwrap_or(&[])
     }
 
     /// Every turn that made tool calls or charged usage, with the sequence

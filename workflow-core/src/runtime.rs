@@ -288,6 +288,29 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
         self.record(edge, info, output, Status::Pending)?;
+        if contract.is_none() && !self.open.is_empty() {
+            // An output that is not a handoff cannot carry the questions:
+            // they go to the caller with it, recorded with the last turn.
+            let unresolved = std::mem::take(&mut self.open);
+            let at = (self.transcript.len() - 1) as u32;
+            let sender = agent_name::<W>(match info.from {
+                Node::Agent(a) => a,
+                _ => u16::MAX,
+            });
+            match self.transcript.turns.iter_mut().find(|(i, _)| *i == at) {
+                Some((_, turn)) => turn.unresolved = unresolved,
+                None => self.transcript.turns.push((
+                    at,
+                    TurnRecord {
+                        agent: Cow::Borrowed(sender),
+                        input_seq: self.turn_input as u32,
+                        tool_calls: Vec::new(),
+                        usage: Usage::default(),
+                        unresolved,
+                    },
+                )),
+            }
+        }
         if let Some(question) = self.dropped_question(contract) {
             return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
         }
@@ -422,7 +445,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 if times > max {
                     RunError::Rejected { from, to, reason }
                 } else {
-                    let bytes = self.transcript.payload_bytes(i).unwrap_or_default().to_vec();
+                    let bytes = self
+                        .transcript
+                        .payload_bytes(i)
+                        .unwrap_or_default()
+                        .to_vec();
                     self.returned_payload = Some((edge_index, bytes));
                     self.pending_return = Some(Returned {
                         by: to,
@@ -471,7 +498,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .iter()
             .rposition(|e| {
                 e.status.ran()
-                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(sender))
+                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to)
+                        == Some(Node::Agent(sender))
             })
             .ok_or_else(|| RunError::Protocol("the sender's input is not recorded".into()))?;
         let entry = &self.transcript.entries[input];
@@ -709,8 +737,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let i = self.transcript.len() - 1;
         match self.approver.take() {
             Some(by) => {
-                self.transcript
-                    .note(i, crate::Receipt::Approved { by: by.clone(), edited: true });
+                self.transcript.note(
+                    i,
+                    crate::Receipt::Approved {
+                        by: by.clone(),
+                        edited: true,
+                    },
+                );
                 self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
                 self.shared.mark();
             }
@@ -799,8 +832,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             _ => Vec::new(),
         };
-        if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero()
-        {
+        if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero() {
             let mut log = self.shared.lock();
             *log = crate::executor::TurnLog {
                 spent_before: self.spent,
@@ -833,6 +865,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             input_seq: self.turn_input as u32,
             tool_calls: calls,
             usage,
+            unresolved: Vec::new(),
         });
         (record, failure)
     }
@@ -970,7 +1003,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         bytes: text.as_bytes(),
                     },
                 )
-                .map_err(|e| RunError::Decision(format!("the edited payload does not read: {e}")))?;
+                .map_err(|e| {
+                    RunError::Decision(format!("the edited payload does not read: {e}"))
+                })?;
                 let mut bytes = Vec::new();
                 let format = W::encode_state(&state, &mut bytes).map_err(RunError::Decision)?;
                 self.push_redelivery(edge, format, &bytes)?;

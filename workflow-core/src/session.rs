@@ -1,16 +1,16 @@
 //! Driving runs: the executor that holds a workflow's invariants and
 //! dependencies, and sessions that run one turn at a time or to the end.
 
+use crate::budget::Budget;
 use crate::error::{Aborted, Completed, RunError};
 use crate::escalation::{Decision, Suspension};
-use crate::ledger::Ledger;
 use crate::executor::{RecordedPayload, Transition, Workflow};
 use crate::graph::{Graph, Node};
+use crate::invariant::{ApproxTokens, Gate, TokenCounter};
+use crate::ledger::Ledger;
 use crate::record::{RejectReason, Status, Transcript};
 #[cfg(feature = "tracing")]
 use crate::runtime::error_type;
-use crate::budget::Budget;
-use crate::invariant::{ApproxTokens, Gate, TokenCounter};
 use crate::runtime::{Limits, Runtime, agent_name};
 use crate::schema::SchemaSet;
 
@@ -331,9 +331,12 @@ impl<W: Workflow> Executor<W> {
         };
         let records = self.verified_records(ledger, run_id).map_err(refuse)?;
         if Suspension::from_records(records.clone()).is_none() {
-            return Err(refuse(format!("run {run_id} is not waiting for a decision")));
+            return Err(refuse(format!(
+                "run {run_id} is not waiting for a decision"
+            )));
         }
-        self.carry_on(ledger, run_id, &records, Some(decision)).await
+        self.carry_on(ledger, run_id, &records, Some(decision))
+            .await
     }
 
     /// The records of `run_id`, verified.
@@ -363,9 +366,15 @@ impl<W: Workflow> Executor<W> {
             error: RunError::Resume(error),
             transcript: Transcript::new(run_id, W::GRAPH),
         };
-        let mut run =
-            Runtime::<W>::restored(&self.root, &self.deps, self.limits(), ledger, run_id, records)
-                .map_err(fail)?;
+        let mut run = Runtime::<W>::restored(
+            &self.root,
+            &self.deps,
+            self.limits(),
+            ledger,
+            run_id,
+            records,
+        )
+        .map_err(fail)?;
         let Some(last) = records.last() else {
             return Err(fail(format!("run {run_id} has no records")));
         };
@@ -447,7 +456,9 @@ impl<W: Workflow> Executor<W> {
             }
             (_, _, Some(_)) => {
                 return Err(Aborted {
-                    error: RunError::Decision(format!("run {run_id} is not waiting for a decision")),
+                    error: RunError::Decision(format!(
+                        "run {run_id} is not waiting for a decision"
+                    )),
                     transcript: run.transcript,
                 });
             }
@@ -530,7 +541,10 @@ const fn node_eq(a: Node, b: Node) -> bool {
 
 /// Validates a payload read back from storage against the receiver's
 /// input schema (it crossed a serialization boundary).
-fn validate_recorded<W: Workflow>(agent: u16, payload: &RecordedPayload<'_>) -> Result<(), Vec<String>> {
+fn validate_recorded<W: Workflow>(
+    agent: u16,
+    payload: &RecordedPayload<'_>,
+) -> Result<(), Vec<String>> {
     let text = crate::canonical::to_json(payload.format, payload.bytes).map_err(|e| vec![e])?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| vec![e.to_string()])?;
     crate::validate::agent_input::<W>(agent, &value)

@@ -5,9 +5,15 @@ use crate::executor::Workflow;
 
 /// Validates `payload` against the input schema of agent `agent` of `W`:
 /// every error the validator finds, or `Ok`.
-pub fn agent_input<W: Workflow>(agent: u16, payload: &serde_json::Value) -> Result<(), Vec<String>> {
+pub fn agent_input<W: Workflow>(
+    agent: u16,
+    payload: &serde_json::Value,
+) -> Result<(), Vec<String>> {
     let Some(info) = W::GRAPH.agents.get(agent as usize) else {
-        return Err(vec![format!("no agent {agent} in workflow `{}`", W::GRAPH.name)]);
+        return Err(vec![format!(
+            "no agent {agent} in workflow `{}`",
+            W::GRAPH.name
+        )]);
     };
     let set = crate::SchemaSet::of::<W>();
     let name = (info.input_schema)();
@@ -19,7 +25,8 @@ pub fn agent_input<W: Workflow>(agent: u16, payload: &serde_json::Value) -> Resu
 
 /// Validates `payload` against `schema` (draft 2020-12).
 pub fn against(schema: &serde_json::Value, payload: &serde_json::Value) -> Result<(), Vec<String>> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| vec![format!("invalid schema: {e}")])?;
+    let validator =
+        jsonschema::validator_for(schema).map_err(|e| vec![format!("invalid schema: {e}")])?;
     let errors: Vec<String> = validator
         .iter_errors(payload)
         .map(|e| {
@@ -31,5 +38,9 @@ pub fn against(schema: &serde_json::Value, payload: &serde_json::Value) -> Resul
             }
         })
         .collect();
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }

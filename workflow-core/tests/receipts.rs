@@ -545,10 +545,21 @@ async fn a_failing_post_condition_aborts_the_run() {
         other => panic!("unexpected error: {other:?}"),
     }
     // The checker ran twice; its last output was never routed: no `END`.
+    // The failed turn is recorded on its input, with what stopped the run.
     assert_eq!(counters.runs(), [1, 2, 2]);
     let r = route(&aborted.transcript);
-    assert_eq!(r.len(), 5);
+    assert_eq!(r.len(), 6);
     assert_eq!(r[4], hop("worker", "checker", Receipt::Accepted));
+    assert_eq!(
+        r[5],
+        hop(
+            "worker",
+            "checker",
+            Receipt::TurnFailed {
+                error: aborted.error.to_string()
+            }
+        )
+    );
     assert!(r.iter().all(|(_, to, _)| to != "END"));
 }
 
@@ -569,12 +580,20 @@ async fn an_agent_body_error_aborts_the_run() {
             error: Reject::because("the worker gave up"),
         }
     );
-    // It was accepted (its body ran) and handed nothing on.
+    // It was accepted (its body ran) and handed nothing on; the failed
+    // turn is recorded.
     assert_eq!(
         route(&aborted.transcript),
         [
             hop("START", "planner", Receipt::Accepted),
             hop("planner", "worker", Receipt::Accepted),
+            hop(
+                "planner",
+                "worker",
+                Receipt::TurnFailed {
+                    error: "agent `worker` failed: the worker gave up".into()
+                }
+            ),
         ]
     );
     assert_eq!(counters.runs(), [1, 1, 0]);
@@ -816,6 +835,13 @@ async fn an_agent_past_its_timeout_aborts_the_run() {
         [
             hop("START", "planner", Receipt::Accepted),
             hop("planner", "worker", Receipt::Accepted),
+            hop(
+                "planner",
+                "worker",
+                Receipt::TurnFailed {
+                    error: aborted.error.to_string()
+                }
+            ),
         ]
     );
     assert_eq!(
@@ -1070,7 +1096,11 @@ async fn a_tool_call_after_the_scope_expired_is_refused() {
         other => panic!("unexpected error: {other}"),
     }
     // The refused call is recorded with the turn that made it.
-    let (_, turn) = aborted.transcript.turns().next().expect("the clerk's turn is recorded");
+    let (_, turn) = aborted
+        .transcript
+        .turns()
+        .next()
+        .expect("the clerk's turn is recorded");
     assert_eq!(turn.tool_calls.len(), 1);
     assert!(matches!(
         &turn.tool_calls[0].outcome,

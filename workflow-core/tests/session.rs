@@ -54,13 +54,23 @@ async fn the_transcript_is_there_after_the_end() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_refusal_from_a_tool_keeps_the_tool_error() {
+async fn a_failed_tool_stops_the_run_with_its_error() {
     let wf = flow::Workflow::new((), Deps);
     let aborted = wf.run(0).await.unwrap_err();
-    let RunError::AgentFailed { agent, error } = &aborted.error else {
-        panic!("expected AgentFailed, got {:?}", aborted.error);
+    let RunError::ToolFailed { agent, error } = &aborted.error else {
+        panic!("expected ToolFailed, got {:?}", aborted.error);
     };
     assert_eq!(*agent, "slow");
+    assert_eq!(*error, ToolError::new("check", "zero is not allowed"));
+    assert_eq!(
+        aborted.error.to_string(),
+        "agent `slow`: tool `check` failed: zero is not allowed"
+    );
+}
+
+#[test]
+fn a_refusal_from_a_tool_keeps_the_tool_error() {
+    let error = Reject::from(ToolError::new("check", "zero is not allowed"));
     assert_eq!(
         error.tool_error(),
         Some(&ToolError::new("check", "zero is not allowed"))

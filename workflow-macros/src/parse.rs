@@ -279,10 +279,7 @@ impl ToolArgs {
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
         let mut args = ToolArgs::default();
         parse_each(cx, tokens, |input| {
-            let key = parse_key(
-                input,
-                &["needs", "effect", "retries", "backoff_ms", "then"],
-            )?;
+            let key = parse_key(input, &["needs", "effect", "retries", "backoff_ms", "then"])?;
             let one_of = |value: Ident, allowed: &[&str]| -> syn::Result<Ident> {
                 let v = value.to_string();
                 if allowed.contains(&v.as_str()) {
@@ -307,9 +304,7 @@ impl ToolArgs {
                     args.effect = Some(one_of(input.parse()?, &["read", "write", "destructive"])?)
                 }
                 "retries" if args.retries.is_none() => args.retries = Some(input.parse()?),
-                "backoff_ms" if args.backoff_ms.is_none() => {
-                    args.backoff_ms = Some(input.parse()?)
-                }
+                "backoff_ms" if args.backoff_ms.is_none() => args.backoff_ms = Some(input.parse()?),
                 "then" if args.then.is_none() => {
                     args.then = Some(one_of(input.parse()?, &["abort", "escalate"])?)
                 }

@@ -53,7 +53,15 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     let returns: u64 = wf
         .agents
         .iter()
-        .filter_map(|a| a.args.on_reject.as_ref()?.max.as_ref()?.base10_parse::<u64>().ok())
+        .filter_map(|a| {
+            a.args
+                .on_reject
+                .as_ref()?
+                .max
+                .as_ref()?
+                .base10_parse::<u64>()
+                .ok()
+        })
         .sum();
     let computed = graph.max_hops().unwrap_or(0).saturating_add(returns);
     if computed > u64::from(u32::MAX) {
@@ -328,12 +336,21 @@ fn check_numbers(cx: &Ctxt, wf: &Workflow) {
         if let Some(n) = &t.args.retries
             && let Err(e) = n.base10_parse::<u32>()
         {
-            cx.error_spanned_by(n, format!("`retries` must be a whole number from 0 to {}: {e}", u32::MAX));
+            cx.error_spanned_by(
+                n,
+                format!(
+                    "`retries` must be a whole number from 0 to {}: {e}",
+                    u32::MAX
+                ),
+            );
         }
         if let Some(n) = &t.args.backoff_ms
             && let Err(e) = n.base10_parse::<u64>()
         {
-            cx.error_spanned_by(n, format!("`backoff_ms` must be a whole number of milliseconds: {e}"));
+            cx.error_spanned_by(
+                n,
+                format!("`backoff_ms` must be a whole number of milliseconds: {e}"),
+            );
         }
     }
 }

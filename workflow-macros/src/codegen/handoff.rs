@@ -177,10 +177,11 @@ pub fn expand(h: &Handoff) -> TokenStream {
         }
         None => quote!(&::workflow_core::__private::NO_EVIDENCE),
     };
-    let limit = |n: &Option<syn::LitInt>| match n.as_ref().and_then(|n| n.base10_parse::<u64>().ok()) {
-        Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
-        None => quote!(::workflow_core::__private::Option::None),
-    };
+    let limit =
+        |n: &Option<syn::LitInt>| match n.as_ref().and_then(|n| n.base10_parse::<u64>().ok()) {
+            Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
+            None => quote!(::workflow_core::__private::Option::None),
+        };
     let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
     let parts = h.parts.iter().map(|p| {
         let marker = PARTS[p.part].marker;

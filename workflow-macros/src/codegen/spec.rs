@@ -204,7 +204,11 @@ fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let on_reject = match &a.args.on_reject {
             Some(o) if o.kind == "escalate" => quote!(::workflow_core::OnReject::Escalate),
             Some(o) if o.kind == "sender" => {
-                let max = o.max.as_ref().and_then(|m| m.base10_parse::<u32>().ok()).unwrap_or(1);
+                let max = o
+                    .max
+                    .as_ref()
+                    .and_then(|m| m.base10_parse::<u32>().ok())
+                    .unwrap_or(1);
                 quote!(::workflow_core::OnReject::Sender { max: #max })
             }
             _ => quote!(::workflow_core::OnReject::Abort),
@@ -318,8 +322,18 @@ pub(super) fn tool_effect(t: &crate::model::workflow::Tool) -> TokenStream {
 
 /// The declared fallback policy of tool `t`.
 pub(super) fn tool_fallback(t: &crate::model::workflow::Tool) -> TokenStream {
-    let retries = t.args.retries.as_ref().and_then(|n| n.base10_parse::<u32>().ok()).unwrap_or(0);
-    let backoff = t.args.backoff_ms.as_ref().and_then(|n| n.base10_parse::<u64>().ok()).unwrap_or(0);
+    let retries = t
+        .args
+        .retries
+        .as_ref()
+        .and_then(|n| n.base10_parse::<u32>().ok())
+        .unwrap_or(0);
+    let backoff = t
+        .args
+        .backoff_ms
+        .as_ref()
+        .and_then(|n| n.base10_parse::<u64>().ok())
+        .unwrap_or(0);
     let then = match t.args.then.as_ref().map(|e| e.to_string()).as_deref() {
         Some("escalate") => quote!(::workflow_core::Then::Escalate),
         _ => quote!(::workflow_core::Then::Abort),

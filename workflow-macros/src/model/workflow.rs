@@ -184,7 +184,10 @@ impl Workflow {
                         if let syn::Meta::List(list) = &a.meta {
                             args = HandoffArgs::parse_all(cx, list.tokens.clone());
                         } else if !matches!(a.meta, syn::Meta::Path(_)) {
-                            cx.error_spanned_by(&a, "`#[handoff]` takes `(max_bytes = N, max_tokens = N)` or nothing");
+                            cx.error_spanned_by(
+                                &a,
+                                "`#[handoff]` takes `(max_bytes = N, max_tokens = N)` or nothing",
+                            );
                         }
                     }
                     wf.handoffs.push(s.ident.clone());
@@ -195,7 +198,10 @@ impl Workflow {
                         if let syn::Meta::List(list) = &a.meta {
                             wf.invariants_args = InvariantsArgs::parse_all(cx, list.tokens.clone());
                         } else if !matches!(a.meta, syn::Meta::Path(_)) {
-                            cx.error_spanned_by(&a, "`#[invariants]` takes `(forbid = [..], check = [..])` or nothing");
+                            cx.error_spanned_by(
+                                &a,
+                                "`#[invariants]` takes `(forbid = [..], check = [..])` or nothing",
+                            );
                         }
                     }
                     if let Some(first) = &wf.invariants {
