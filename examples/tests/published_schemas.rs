@@ -20,6 +20,9 @@ fn published_schemas_have_not_drifted() {
             serde_json::to_string_pretty(&deploy::Workflow::manifest()).expect("serializes");
         std::fs::write(dir.join("manifest.json"), manifest + "\n").expect("written");
         std::fs::write(dir.join("workflow.mmd"), deploy::Workflow::mermaid()).expect("written");
+        let tools =
+            serde_json::to_string_pretty(&deploy::Workflow::mcp_tools()).expect("serializes");
+        std::fs::write(dir.join("tools.json"), tools + "\n").expect("written");
     }
     if let Err(drift) = schemas.check(&dir) {
         panic!("{drift}\n(UPDATE_SCHEMAS=1 re-exports them)");
@@ -32,6 +35,15 @@ fn published_schemas_have_not_drifted() {
         published,
         serde_json::to_value(deploy::Workflow::manifest()).expect("serializes"),
         "the published manifest drifted (UPDATE_SCHEMAS=1 re-exports it)"
+    );
+    let tools: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("tools.json")).expect("the tools are published"),
+    )
+    .expect("the tool definitions are JSON");
+    assert_eq!(
+        tools,
+        serde_json::to_value(deploy::Workflow::mcp_tools()).expect("serializes"),
+        "the published MCP tool definitions drifted (UPDATE_SCHEMAS=1 re-exports them)"
     );
 }
 
@@ -64,4 +76,30 @@ fn the_published_set_covers_every_payload() {
             schemas.names().collect::<Vec<_>>()
         );
     }
+}
+
+#[test]
+fn tools_are_published_as_mcp_definitions_with_their_effects() {
+    let tools = deploy::Workflow::mcp_tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["describe_vpcs", "apply_plan"]);
+    let apply = &tools[1];
+    assert_eq!(apply.description, "Changes a VPC's route table.");
+    assert!(!apply.annotations.read_only_hint, "apply_plan writes");
+    assert!(!apply.annotations.destructive_hint);
+    assert_eq!(apply.annotations.needs.as_deref(), Some("Apply"));
+    assert!(tools[0].annotations.read_only_hint);
+    // The schemas are the types' own, draft 2020-12.
+    assert_eq!(
+        apply.input_schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(apply.input_schema["title"], "ApplyRequest");
+    assert!(
+        apply.input_schema["required"]
+            .as_array()
+            .expect("a list")
+            .contains(&"vpc_id".into())
+    );
+    assert_eq!(tools[0].output_schema["title"], "VpcPage");
 }

@@ -50,6 +50,8 @@ pub struct ManifestAgent {
     pub pre: Vec<String>,
     /// Its post-conditions, as `expr: message`.
     pub post: Vec<String>,
+    /// What a rejection at its receipt does.
+    pub on_reject: crate::graph::OnReject,
 }
 
 /// An authority and its owner.
@@ -74,6 +76,12 @@ pub struct ManifestTool {
     pub output_schema: String,
     /// The authority it needs, if any.
     pub needs: Option<String>,
+    /// What it does (its doc comment).
+    pub description: String,
+    /// What it does to the world.
+    pub effect: crate::tool::Effect,
+    /// What happens when a call fails.
+    pub fallback: crate::tool::Fallback,
 }
 
 /// An edge in the manifest.
@@ -127,6 +135,7 @@ impl Manifest {
                     timeout_ms: a.timeout_ms,
                     pre: conditions(a.pre),
                     post: conditions(a.post),
+                    on_reject: a.on_reject,
                 })
                 .collect(),
             authorities: graph
@@ -147,6 +156,9 @@ impl Manifest {
                     input_schema: file_name(&(t.input_schema)()),
                     output_schema: file_name(&(t.output_schema)()),
                     needs: t.needs.map(str::to_owned),
+                    description: t.description.to_owned(),
+                    effect: t.effect,
+                    fallback: t.fallback,
                 })
                 .collect(),
             edges: graph

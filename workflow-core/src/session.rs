@@ -515,6 +515,12 @@ impl<W: Workflow> Executor<W> {
     pub fn mermaid() -> String {
         crate::manifest::mermaid(W::GRAPH)
     }
+
+    /// The workflow's tools as MCP-style definitions (`tools/list`): name,
+    /// description, input and output schema, effect annotations.
+    pub fn mcp_tools() -> Vec<crate::tool::McpTool> {
+        crate::tool::mcp_tools(W::GRAPH)
+    }
 }
 
 /// Edge index helper for hand-written workflows: the index of the first
