@@ -116,6 +116,8 @@ fn a_duplicate_record_is_refused() {
         payload: hex_of("1"),
         receipt: workflow_core::Receipt::Accepted,
         at_us: 0,
+        trace_id: String::new(),
+        span_id: String::new(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

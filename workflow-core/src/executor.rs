@@ -223,6 +223,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         let call = tracing::Instrument::instrument(tool.call(input, self.deps), span.clone());
         #[cfg(not(feature = "tracing"))]
         let call = tool.call(input, self.deps);
+        let call = crate::telemetry::timed_tool::<W, T, _>(call);
         ToolCall {
             call: Box::pin(call),
             #[cfg(feature = "tracing")]

@@ -46,10 +46,15 @@ pub mod executor;
 pub mod graph;
 pub mod ledger;
 pub mod manifest;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod record;
 pub mod runtime;
 pub mod schema;
 pub mod session;
+mod telemetry;
 
 pub use contract::{
     Authority, AuthorityScope, ContractView, Evidence, Expiry, Handoff, Moment, Operation, Owns,

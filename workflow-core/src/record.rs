@@ -273,6 +273,7 @@ impl Transcript {
         prev_hash: &str,
     ) -> Result<crate::ledger::LedgerRecord, RecordError> {
         let (e, edge) = self.entry(i)?;
+        let (trace_id, span_id) = crate::telemetry::trace_ids();
         let mut record = crate::ledger::LedgerRecord {
             workflow: self.graph.name.to_owned(),
             run_id: self.run_id,
@@ -285,6 +286,8 @@ impl Transcript {
             payload: hex::encode(self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?),
             receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
             at_us: e.at_us,
+            trace_id,
+            span_id,
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };

@@ -285,6 +285,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         entry.status = Status::Rejected;
         t.rejection = Some(reason.clone());
         self.handoff_event();
+        crate::telemetry::receipt_decided::<W>(&self.transcript);
         let error = RunError::Rejected {
             from: W::GRAPH.node_name(edge.from),
             to: W::GRAPH.node_name(edge.to),
@@ -365,6 +366,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         self.commit_last()?;
         self.handoff_event();
+        crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.hops += 1;
         Ok(cx)
     }
@@ -379,6 +381,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let agent = agent_name::<W>(A::INDEX);
         let next = result.map_err(|error| RunError::AgentFailed { agent, error })?;
         if let Err(c) = A::post(&next, &cx) {
+            crate::telemetry::post_condition_failed::<W, A>(c);
             return Err(RunError::PostCondition {
                 agent,
                 condition: c.expr,
@@ -389,11 +392,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// Agent `A`'s body, run inside its `invoke_agent` span when the
-    /// `tracing` feature is on (as it is, the body itself).
-    pub fn instrument_agent<A: Agent<W>, F: Future>(
+    /// `tracing` feature is on, timed when `metrics` is (as it is, the body
+    /// itself).
+    pub fn instrument_agent<A: Agent<W>, F: Future<Output = Result<A::Next, Reject>>>(
         &self,
         body: F,
     ) -> impl Future<Output = F::Output> + use<'x, W, A, F> {
+        let body = crate::telemetry::timed_turn::<W, A, F>(body);
         #[cfg(feature = "tracing")]
         {
             tracing::Instrument::instrument(body, self.agent_span::<A>())
@@ -418,6 +423,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             gen_ai.agent.id = A::INDEX,
             gen_ai.conversation.id = self.transcript.run_id,
             workflow.hop = self.hops,
+            workflow.seq = self.transcript.len().saturating_sub(1),
         )
     }
 
@@ -480,7 +486,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 }
 
 /// The `error.type` of a run error (a stable, low-cardinality name).
-#[cfg(feature = "tracing")]
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 pub(crate) fn error_type(error: &RunError) -> &'static str {
     match error {
         RunError::Rejected { .. } => "rejected",
