@@ -422,7 +422,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             gen_ai.agent.name = name,
             gen_ai.agent.id = A::INDEX,
             gen_ai.conversation.id = self.transcript.run_id,
-            workflow.hop = self.hops,
+            // Made after the receipt counted the turn: the turns before it.
+            workflow.hop = self.hops.saturating_sub(1),
             workflow.seq = self.transcript.len().saturating_sub(1),
         )
     }

@@ -4,170 +4,16 @@
 //! names and attributes, the metrics with their conventional buckets, and
 //! the ledger's records linked to the trace.
 
+mod in_memory;
 mod traced;
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use opentelemetry::KeyValue;
-use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
-use opentelemetry_sdk::metrics::{
-    InMemoryMetricExporter, InMemoryMetricExporterBuilder, PeriodicReader, SdkMeterProvider,
-    Temporality,
-};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use tracing_subscriber::layer::SubscriberExt;
+use in_memory::{attr, attributes, find, sdk, span, tree};
+use opentelemetry::trace::{SpanId, SpanKind};
+use opentelemetry_sdk::trace::SpanData;
 use workflow_core::ledger::{LedgerRecord, Tampering};
 use workflow_core::metrics;
-
-/// The SDK pipelines, shared by the tests of this file: the meter provider
-/// is global, so the tests take turns (`Sdk::lock`).
-struct Sdk {
-    spans: InMemorySpanExporter,
-    tracer_provider: SdkTracerProvider,
-    metrics: InMemoryMetricExporter,
-    meter_provider: SdkMeterProvider,
-    turn: Mutex<()>,
-}
-
-fn sdk() -> &'static Sdk {
-    static SDK: OnceLock<Sdk> = OnceLock::new();
-    SDK.get_or_init(|| {
-        let spans = InMemorySpanExporter::default();
-        // The simple processor exports each span as it ends: nothing is
-        // left in a batch when a run returns.
-        let tracer_provider = SdkTracerProvider::builder()
-            .with_simple_exporter(spans.clone())
-            .build();
-        // Delta temporality: each collection holds only what was recorded
-        // since the one before, so a test sees its own run alone.
-        let metrics = InMemoryMetricExporterBuilder::new()
-            .with_temporality(Temporality::Delta)
-            .build();
-        let meter_provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(metrics.clone()).build())
-            .build();
-        opentelemetry::global::set_meter_provider(meter_provider.clone());
-        metrics::use_global_meter_provider();
-        Sdk {
-            spans,
-            tracer_provider,
-            metrics,
-            meter_provider,
-            turn: Mutex::new(()),
-        }
-    })
-}
-
-impl Sdk {
-    /// This test's turn, with nothing left over from the one before.
-    fn lock(&self) -> MutexGuard<'_, ()> {
-        let turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
-        self.meter_provider.force_flush().expect("metrics flush");
-        self.metrics.reset();
-        self.spans.reset();
-        turn
-    }
-
-    /// Runs `f` with the OpenTelemetry layer as this thread's subscriber.
-    fn traced<T>(&self, f: impl FnOnce() -> T) -> T {
-        let layer = tracing_opentelemetry::layer().with_tracer(self.tracer_provider.tracer("test"));
-        let subscriber = tracing_subscriber::registry().with(layer);
-        tracing::subscriber::with_default(subscriber, f)
-    }
-
-    fn finished_spans(&self) -> Vec<SpanData> {
-        self.tracer_provider.force_flush().expect("spans flush");
-        self.spans.get_finished_spans().expect("the spans")
-    }
-
-    fn points(&self) -> Vec<Point> {
-        self.meter_provider.force_flush().expect("metrics flush");
-        points(&self.metrics)
-    }
-}
-
-/// One data point of one metric, flattened.
-#[derive(Debug)]
-struct Point {
-    metric: String,
-    unit: String,
-    attributes: BTreeMap<String, String>,
-    /// The sum of a counter, the count of a histogram.
-    value: f64,
-    bounds: Vec<f64>,
-}
-
-fn attributes<'a>(kvs: impl IntoIterator<Item = &'a KeyValue>) -> BTreeMap<String, String> {
-    kvs.into_iter()
-        .map(|kv| (kv.key.to_string(), kv.value.to_string()))
-        .collect()
-}
-
-fn points(exporter: &InMemoryMetricExporter) -> Vec<Point> {
-    let mut out = Vec::new();
-    for resource in exporter.get_finished_metrics().expect("the metrics") {
-        for scope in resource.scope_metrics() {
-            for metric in scope.metrics() {
-                let point = |attributes, value, bounds| Point {
-                    metric: metric.name().to_owned(),
-                    unit: metric.unit().to_owned(),
-                    attributes,
-                    value,
-                    bounds,
-                };
-                match metric.data() {
-                    AggregatedMetrics::F64(MetricData::Histogram(h)) => {
-                        for p in h.data_points() {
-                            let bounds = p.bounds().collect();
-                            out.push(point(attributes(p.attributes()), p.count() as f64, bounds));
-                        }
-                    }
-                    AggregatedMetrics::U64(MetricData::Histogram(h)) => {
-                        for p in h.data_points() {
-                            let bounds = p.bounds().collect();
-                            out.push(point(attributes(p.attributes()), p.sum() as f64, bounds));
-                        }
-                    }
-                    AggregatedMetrics::U64(MetricData::Sum(s)) => {
-                        for p in s.data_points() {
-                            out.push(point(attributes(p.attributes()), p.value() as f64, vec![]));
-                        }
-                    }
-                    other => panic!("unexpected metric data {other:?}"),
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The points of `metric` whose attributes include all of `with`.
-fn find<'a>(points: &'a [Point], metric: &str, with: &[(&str, &str)]) -> Vec<&'a Point> {
-    points
-        .iter()
-        .filter(|p| {
-            p.metric == metric
-                && with
-                    .iter()
-                    .all(|(k, v)| p.attributes.get(*k).map(String::as_str) == Some(*v))
-        })
-        .collect()
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.to_string())
-}
-
-fn span<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
-    let found: Vec<_> = spans.iter().filter(|s| s.name == name).collect();
-    assert_eq!(found.len(), 1, "one span `{name}` in {spans:#?}");
-    found[0]
-}
 
 #[test]
 fn a_run_is_one_trace_with_the_conventional_names_and_attributes() {
@@ -233,6 +79,19 @@ fn a_run_is_one_trace_with_the_conventional_names_and_attributes() {
 
     assert_linked(&records, workflow, &[planner, doer]);
 
+    // The tree as the book shows it.
+    assert_eq!(
+        tree(&spans),
+        "\
+invoke_workflow flow
+├── handoff START -> planner: accepted (seq 0)
+├── invoke_agent planner (seq 0, hop 0)
+├── handoff planner -> doer: accepted (seq 1)
+└── invoke_agent doer (seq 1, hop 1)
+    └── execute_tool double
+"
+    );
+
     let points = sdk.points();
     let duration = metrics::OPERATION_DURATION;
     for (operation, subject, name) in [
@@ -296,6 +155,7 @@ fn assert_linked(records: &[LedgerRecord], workflow: &SpanData, agents: &[&SpanD
     }
     for (agent, record) in agents.iter().zip(records) {
         assert_eq!(attr(agent, "workflow.seq"), Some(record.seq.to_string()));
+        assert_eq!(attr(agent, "workflow.hop"), Some(record.hop.to_string()));
         assert_eq!(
             attr(agent, "gen_ai.conversation.id"),
             Some(record.run_id.to_string())
@@ -316,6 +176,15 @@ fn a_failed_pre_condition_is_counted_on_its_edge() {
     let spans = sdk.finished_spans();
     let workflow = span(&spans, "invoke_workflow flow");
     assert_eq!(attr(workflow, "error.type").as_deref(), Some("rejected"));
+    assert_eq!(
+        tree(&spans),
+        "\
+invoke_workflow flow (error.type rejected)
+├── handoff START -> planner: accepted (seq 0)
+├── invoke_agent planner (seq 0, hop 0)
+└── handoff planner -> doer: rejected (seq 1), pre-condition `task.n < 10` failed: small numbers only
+"
+    );
     assert!(records.iter().all(|r| !r.trace_id.is_empty()));
 
     let points = sdk.points();
