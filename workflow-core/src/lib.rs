@@ -167,4 +167,7 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[cfg(feature = "otel")]
+    #[doc = include_str!("../../book/src/observability.md")]
+    pub struct Observability;
 }
