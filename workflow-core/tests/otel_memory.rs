@@ -366,3 +366,48 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
     let back: LedgerRecord = serde_json::from_str(&json).expect("an old record reads back");
     assert_eq!(back, old);
 }
+
+/// One agent that outlives its time limit.
+#[workflow_core::workflow(entry = sleeper, output = u32)]
+pub mod slow {
+    use workflow_core::prelude::*;
+
+    #[agent(to = [END], timeout_ms = 20)]
+    async fn sleeper(n: u32, _cx: sleeper::Context<'_>) -> Result<sleeper::Next, Reject> {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        Ok(sleeper::Next::End(n))
+    }
+}
+
+#[test]
+fn a_turn_cut_by_its_timeout_is_timed_as_a_timeout() {
+    let sdk = sdk();
+    let _turn = sdk.lock();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    let error = sdk.traced(|| {
+        rt.block_on(slow::Workflow::new((), ()).run(1))
+            .err()
+            .map(|aborted| aborted.error)
+    });
+    assert!(
+        matches!(error, Some(workflow_core::RunError::Timeout { .. })),
+        "{error:?}"
+    );
+    let points = sdk.points();
+    let turn = find(
+        &points,
+        metrics::OPERATION_DURATION,
+        &[("gen_ai.agent.name", "sleeper")],
+    );
+    assert_eq!(turn.len(), 1, "{points:#?}");
+    assert_eq!(turn[0].attributes["error.type"], "timeout");
+    let run = find(
+        &points,
+        metrics::OPERATION_DURATION,
+        &[("gen_ai.operation.name", "invoke_workflow")],
+    );
+    assert_eq!(run[0].attributes["error.type"], "timeout");
+}
