@@ -126,6 +126,8 @@ fn a_duplicate_record_is_refused() {
         at_us: 0,
         redelivery: false,
         turn: None,
+        trace_id: String::new(),
+        span_id: String::new(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -25,7 +25,8 @@ struct Cli {
 enum Command {
     /// Lists the runs: id, workflow, records, how each ended.
     Runs,
-    /// Shows the records of a run, one per line, payloads as JSON.
+    /// Shows the records of a run, one per line, payloads as JSON (with the
+    /// OpenTelemetry trace and span of each, when the run was traced).
     Show {
         /// The run id.
         run: u64,
@@ -119,8 +120,13 @@ fn line(r: &LedgerRecord) -> String {
         }
     });
     let payload = r.payload_json().unwrap_or_else(|e| format!("<{e}>"));
+    // The OpenTelemetry trace the transfer was recorded in, when it was.
+    let trace = match r.trace_id.as_str() {
+        "" => String::new(),
+        id => format!(" trace {id} span {}", r.span_id),
+    };
     format!(
-        "#{} hop {} {} -> {} [{receipt}] {} {payload}{calls}",
+        "#{} hop {} {} -> {} [{receipt}] {} {payload}{calls}{trace}",
         r.seq, r.hop, r.from, r.to, r.payload_type
     )
 }

@@ -365,6 +365,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         let call = async move { call_tool::<W, T>(tool, input, deps, &shared, scope, hop).await };
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
+        let call = crate::telemetry::timed_tool::<W, T, _>(call);
         ToolCall {
             call: Box::pin(call),
             #[cfg(feature = "tracing")]

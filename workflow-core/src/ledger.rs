@@ -55,12 +55,26 @@ pub struct LedgerRecord {
     pub receipt: Receipt,
     /// Microseconds since the run started.
     pub at_us: u64,
-    /// The same transfer delivered again after an escalation.
+    /// The same transfer delivered again after an escalation or a failed
+    /// turn (absent from records that are not: ledgers written before it
+    /// existed read the same).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redelivery: bool,
     /// The sender's turn that produced this transfer (its tool calls with
     /// arguments, results and outcomes, and the usage it charged), when it
     /// had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<crate::record::TurnRecord>,
+    /// The OpenTelemetry trace the transfer was recorded in (32 hex digits)
+    /// when the run is traced with OpenTelemetry (feature `otel` and its
+    /// layer installed); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
+    /// The OpenTelemetry span the transfer was recorded in (16 hex digits):
+    /// the span of its `handoff` event, `invoke_workflow` for a run driven
+    /// by `Executor::run`; empty when `trace_id` is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub span_id: String,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -105,6 +119,11 @@ impl LedgerRecord {
         }
         if let Some(turn) = &self.turn {
             field(serde_json::to_string(turn).unwrap_or_default().as_bytes());
+        }
+        // The trace link came later: a record without one hashes as before.
+        if !self.trace_id.is_empty() || !self.span_id.is_empty() {
+            field(self.trace_id.as_bytes());
+            field(self.span_id.as_bytes());
         }
         hex::encode(h.finalize())
     }

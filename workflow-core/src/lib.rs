@@ -49,10 +49,15 @@ pub mod graph;
 pub mod invariant;
 pub mod ledger;
 pub mod manifest;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod record;
 pub mod runtime;
 pub mod schema;
 pub mod session;
+mod telemetry;
 pub mod tool;
 pub mod validate;
 
@@ -208,4 +213,7 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[cfg(feature = "otel")]
+    #[doc = include_str!("../../book/src/observability.md")]
+    pub struct Observability;
 }

@@ -519,6 +519,7 @@ impl Transcript {
         prev_hash: &str,
     ) -> Result<crate::ledger::LedgerRecord, RecordError> {
         let (e, edge) = self.entry(i)?;
+        let (trace_id, span_id) = crate::telemetry::trace_ids();
         let mut record = crate::ledger::LedgerRecord {
             workflow: self.graph.name.to_owned(),
             run_id: self.run_id,
@@ -533,6 +534,8 @@ impl Transcript {
             at_us: e.at_us,
             redelivery: e.redelivery,
             turn: self.turn(i).cloned(),
+            trace_id,
+            span_id,
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };

@@ -470,6 +470,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         };
         self.handoff_event();
+        crate::telemetry::receipt_decided::<W>(&self.transcript);
         // A rejection the ledger could not keep is reported as that.
         match self.commit_last() {
             Ok(()) => error,
@@ -755,6 +756,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         self.commit_last()?;
         self.handoff_event();
+        crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
         self.begin_turn(A::contract(input));
         self.hops += 1;
@@ -1058,6 +1060,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         {
             Some(RunError::DeadlinePassed { agent, after_ms })
         } else if let Err(c) = A::post(&next_out, &cx) {
+            crate::telemetry::post_condition_failed::<W, A>(c);
             Some(RunError::PostCondition {
                 agent,
                 condition: c.expr,
@@ -1127,11 +1130,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// Agent `A`'s body, run inside its `invoke_agent` span when the
-    /// `tracing` feature is on (as it is, the body itself).
-    pub fn instrument_agent<A: Agent<W>, F: Future>(
+    /// `tracing` feature is on, timed when `metrics` is (as it is, the body
+    /// itself).
+    pub fn instrument_agent<A: Agent<W>, F: Future<Output = Result<A::Next, Reject>>>(
         &self,
         body: F,
     ) -> impl Future<Output = F::Output> + use<'x, W, A, F> {
+        let body = crate::telemetry::timed_turn::<W, A, F>(body);
         #[cfg(feature = "tracing")]
         {
             tracing::Instrument::instrument(body, self.agent_span::<A>())
@@ -1155,7 +1160,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             gen_ai.agent.name = name,
             gen_ai.agent.id = A::INDEX,
             gen_ai.conversation.id = self.transcript.run_id,
-            workflow.hop = self.hops,
+            // Made after the receipt counted the turn: the turns before it.
+            workflow.hop = self.hops.saturating_sub(1),
+            workflow.seq = self.transcript.len().saturating_sub(1),
         )
     }
 
@@ -1231,7 +1238,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 }
 
 /// The `error.type` of a run error (a stable, low-cardinality name).
-#[cfg(feature = "tracing")]
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 pub(crate) fn error_type(error: &RunError) -> &'static str {
     match error {
         RunError::Rejected { .. } => "rejected",

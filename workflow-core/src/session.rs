@@ -113,6 +113,7 @@ impl<'x, W: Workflow> Session<'x, W> {
                 });
             }
         };
+        let started = crate::telemetry::now();
         #[cfg(feature = "tracing")]
         let span = tracing::info_span!(
             "invoke_workflow",
@@ -131,6 +132,7 @@ impl<'x, W: Workflow> Session<'x, W> {
         if let Err(error) = &ended {
             span.record("error.type", error_type(error));
         }
+        crate::telemetry::run_ended::<W, _>(started, &ended);
         match ended {
             Ok(output) => Ok(Completed {
                 output,
