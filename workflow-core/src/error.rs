@@ -336,6 +336,26 @@ pub struct Aborted {
     pub transcript: Transcript,
 }
 
+impl Aborted {
+    /// The suspension of a run stopped by [`RunError::Suspended`]: its
+    /// records, hash-chained, to decide on with `Executor::decide` (or to
+    /// keep as bytes until then). `None` for a run stopped otherwise.
+    pub fn suspension(&self) -> Option<crate::escalation::Suspension> {
+        if !matches!(self.error, RunError::Suspended { .. }) {
+            return None;
+        }
+        let mut records: Vec<crate::ledger::LedgerRecord> =
+            Vec::with_capacity(self.transcript.len());
+        for i in 0..self.transcript.len() {
+            let prev = records
+                .last()
+                .map_or(crate::ledger::GENESIS, |r| r.hash.as_str());
+            records.push(self.transcript.ledger_record(i, prev).ok()?);
+        }
+        crate::escalation::Suspension::from_records(records)
+    }
+}
+
 impl fmt::Display for Aborted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
