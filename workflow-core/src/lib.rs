@@ -46,6 +46,10 @@ pub mod executor;
 pub mod graph;
 pub mod ledger;
 pub mod manifest;
+/// Rego policies (with regorus) that every transition must pass: `Policy`,
+/// its decision and its errors (feature `policy`).
+#[cfg(feature = "policy")]
+pub mod policy;
 pub mod record;
 pub mod runtime;
 pub mod schema;
