@@ -287,6 +287,25 @@ fn an_evaluation_error_is_an_error_not_an_allow() {
 }
 
 #[test]
+fn a_builtin_left_out_of_the_build_is_an_evaluation_error() {
+    // regorus' `regex` feature is off: the module compiles, and the call
+    // fails when a body reaches it (an error, so a rejection, not an allow).
+    let policy = policy(
+        "regex.rego",
+        "package workflow\n\ndeny contains \"prod\" if { regex.match(\"^prod\", input.payload.target_env) }\n",
+    );
+    let err = policy
+        .evaluate(&transition(json!({ "target_env": "prod-eu" }), root()))
+        .expect_err("regex.match is not in the build");
+    assert_eq!(err.stage(), PolicyStage::Evaluate);
+    assert!(
+        err.message()
+            .ends_with("error: could not find function regex.match"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_panic_inside_regorus_is_an_error() {
     // regorus' `sprintf` expects ASCII digits in a width: `%٣d` panics in it.
     let policy = policy(
