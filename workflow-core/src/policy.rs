@@ -232,7 +232,7 @@ impl fmt::Debug for Policy {
 }
 
 /// Analyses and schedules the modules and resolves `data.workflow.deny`;
-/// most unsafe variables, recursion and conflicting rules are found here.
+/// most unsafe variables are found here.
 fn compile(engine: &mut Engine) -> Result<CompiledPolicy, String> {
     guarded(|| engine.compile_with_entrypoint(&DENY_PATH.into()))
 }
