@@ -53,6 +53,10 @@ pub mod manifest;
 pub mod metrics;
 #[cfg(feature = "otel")]
 pub mod otel;
+/// Rego policies (with regorus) that every transition must pass: `Policy`,
+/// its decision and its errors (feature `policy`).
+#[cfg(feature = "policy")]
+pub mod policy;
 pub mod record;
 pub mod runtime;
 pub mod schema;
