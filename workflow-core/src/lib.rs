@@ -217,6 +217,8 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[doc = include_str!("../../book/src/enforcement.md")]
+    pub struct Enforcement;
     #[cfg(feature = "otel")]
     #[doc = include_str!("../../book/src/observability.md")]
     pub struct Observability;

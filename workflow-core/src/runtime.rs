@@ -736,18 +736,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }));
         }
         let i = self.transcript.len() - 1;
-        match self.approver.take() {
-            Some(by) => {
-                self.transcript.note(
-                    i,
-                    crate::Receipt::Approved {
-                        by: by.clone(),
-                        edited: true,
-                    },
-                );
-                self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
-                self.shared.mark();
-            }
+        let approval = self.approver.take();
+        match &approval {
+            Some(by) => self.transcript.note(
+                i,
+                crate::Receipt::Approved {
+                    by: by.clone(),
+                    edited: true,
+                },
+            ),
             None => {
                 if let Some(last) = self.transcript.entries.last_mut() {
                     last.status = Status::Accepted;
@@ -759,6 +756,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
         self.begin_turn(A::contract(input));
+        if let Some(by) = approval {
+            self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
+            self.shared.mark();
+        }
         self.hops += 1;
         Ok(cx)
     }
