@@ -116,6 +116,7 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
     pub use std::borrow::Cow;
+    pub use std::boxed::Box;
     pub use std::format;
     pub use std::future::Future;
     pub use std::option::Option;

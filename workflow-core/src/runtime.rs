@@ -325,6 +325,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The first question the current turn received that `contract` neither
     /// carries forward nor resolves with evidence.
+    #[inline]
     fn dropped_question(&mut self, contract: Option<ContractView<'_>>) -> Option<String> {
         if self.open.is_empty() {
             return None;
@@ -542,8 +543,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The checks every transfer gets, to an agent or to `END`: handoff
     /// size limits, forbidden fields, the invariants' predicates, the gate.
+    #[inline]
     fn check_transfer(&self, contract: Option<ContractView<'_>>) -> Option<RejectReason> {
-        let limits = contract.map_or((None, None), |c| (c.max_bytes, c.max_tokens));
+        let limits = contract
+            .as_ref()
+            .map_or((None, None), |c| (c.max_bytes, c.max_tokens));
         let needs_json = limits != (None, None)
             || !W::Root::FORBIDDEN.is_empty()
             || W::Root::CHECKS
@@ -551,6 +555,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if !needs_json {
             return None;
         }
+        self.check_transfer_json(contract, limits)
+    }
+
+    /// [`check_transfer`](Self::check_transfer) once a check needs the
+    /// payload as JSON (kept out of the common path).
+    #[inline(never)]
+    fn check_transfer_json(
+        &self,
+        contract: Option<ContractView<'_>>,
+        limits: (Option<u64>, Option<u64>),
+    ) -> Option<RejectReason> {
         let i = self.transcript.len().checked_sub(1)?;
         let text = match self.transcript.payload(i) {
             Ok(text) => text,
@@ -665,7 +680,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
-        let scope = A::contract(input).map(|c| (c.authority, c.expires));
+        let contract = A::contract(input);
+        let scope = contract.as_ref().map(|c| (c.authority, c.expires));
         if let Some(returned) = self.pending_return.take() {
             // The sender's turn again, on its accepted input, to handle the
             // rejection of its handoff.
@@ -681,7 +697,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent_name::<W>(A::INDEX)
                 )));
             }
-            self.begin_turn(A::contract(input));
+            self.begin_turn(contract);
             self.shared.lock().returned = Some(returned);
             self.shared.mark();
             let cx = self.context::<A>(scope);
@@ -704,7 +720,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )));
             }
             self.turn_input = self.transcript.len() - 1;
-            self.begin_turn(A::contract(input));
+            self.begin_turn(contract);
             if let Some(crate::Receipt::Approved { by, edited }) =
                 self.transcript.receipt(self.turn_input)
             {
@@ -725,7 +741,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(input) {
+        if let Some(reason) = self.check_receipt::<A>(contract) {
             return Err(self.reject_last(reason));
         }
         let cx = self.context::<A>(scope);
@@ -755,7 +771,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.handoff_event();
         crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
-        self.begin_turn(A::contract(input));
+        self.begin_turn(contract);
         if let Some(by) = approval {
             self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
             self.shared.mark();
@@ -765,7 +781,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// The receipt checks before the pre-conditions; the first that fails.
-    fn check_receipt<A: Agent<W>>(&mut self, input: &A::Input) -> Option<RejectReason> {
+    fn check_receipt<A: Agent<W>>(
+        &mut self,
+        contract: Option<ContractView<'_>>,
+    ) -> Option<RejectReason> {
         if self.hops >= self.max_hops {
             return Some(RejectReason::HopCap {
                 max_hops: self.max_hops,
@@ -785,7 +804,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 spent,
             });
         }
-        let contract = A::contract(input);
         if let Some(contract) = &contract {
             let owns = W::GRAPH
                 .agents
@@ -828,6 +846,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// Starts the log of a turn: what the run spent so far, nothing logged.
+    #[inline]
     fn begin_turn(&mut self, contract: Option<ContractView<'_>>) {
         self.open = match contract {
             Some(c) if !c.open.is_empty() => {
@@ -1229,7 +1248,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let body = self.instrument_agent::<A, _>(A::run(input, cx.clone()));
         let result = match self.turn_limit::<A>() {
             None => body.await,
-            Some(limit) => match tokio::time::timeout(limit, body).await {
+            Some(limit) => match Box::pin(tokio::time::timeout(limit, body)).await {
                 Ok(result) => result,
                 Err(_) => return Err(self.timed_out::<A>()),
             },
