@@ -1056,6 +1056,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 Then::Abort => self.fail_turn(RunError::ToolFailed { agent, error }, turn),
             });
         }
+        // An overspent budget stops the run whatever the body returned (an
+        // agent that hit it with `cx.charge(..)?` returned an error).
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, false))
+        {
+            let error = RunError::BudgetExhausted {
+                agent,
+                budget,
+                limit,
+                spent,
+            };
+            return Err(self.fail_turn(error, turn));
+        }
         let next_out = match result {
             Ok(next_out) => next_out,
             Err(reject) if reject.is_escalation() => {
@@ -1066,16 +1079,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Err(self.fail_turn(RunError::AgentFailed { agent, error }, turn));
             }
         };
-        let stopped = if let Some((budget, limit, spent)) =
-            self.limits.budget.and_then(|b| b.over(&self.spent, false))
-        {
-            Some(RunError::BudgetExhausted {
-                agent,
-                budget,
-                limit,
-                spent,
-            })
-        } else if let Some(after_ms) = self.limits.deadline_ms
+        let stopped = if let Some(after_ms) = self.limits.deadline_ms
             && self.elapsed_ms() >= after_ms
         {
             Some(RunError::DeadlinePassed { agent, after_ms })
