@@ -1249,10 +1249,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
-        let body = self.instrument_agent::<A, _>(A::run(input, cx.clone()));
         let result = match self.turn_limit::<A>() {
-            None => body.await,
-            Some(limit) => match Box::pin(tokio::time::timeout(limit, body)).await {
+            None => self.instrument_agent::<A, _>(A::run(input, cx.clone())).await,
+            Some(limit) => match Box::pin(tokio::time::timeout(
+                limit,
+                self.instrument_agent::<A, _>(A::run(input, cx.clone())),
+            ))
+            .await
+            {
                 Ok(result) => result,
                 Err(_) => return Err(self.timed_out::<A>()),
             },
