@@ -1250,7 +1250,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
         let result = match self.turn_limit::<A>() {
-            None => self.instrument_agent::<A, _>(A::run(input, cx.clone())).await,
+            None => {
+                self.instrument_agent::<A, _>(A::run(input, cx.clone()))
+                    .await
+            }
             Some(limit) => match Box::pin(tokio::time::timeout(
                 limit,
                 self.instrument_agent::<A, _>(A::run(input, cx.clone())),
