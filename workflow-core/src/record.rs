@@ -694,7 +694,7 @@ impl Transcript {
     pub fn summary(&self) -> RunSummary {
         let mut path = Vec::new();
         let mut agents: Vec<AgentSummary> = Vec::new();
-        let mut by_name = |name: &str, agents: &mut Vec<AgentSummary>| -> usize {
+        let by_name = |name: &str, agents: &mut Vec<AgentSummary>| -> usize {
             match agents.iter().position(|a| a.name == name) {
                 Some(i) => i,
                 None => {
