@@ -58,6 +58,7 @@ pub mod otel;
 #[cfg(feature = "policy")]
 pub mod policy;
 pub mod record;
+pub mod replay;
 pub mod runtime;
 pub mod schema;
 pub mod session;
@@ -84,6 +85,7 @@ pub use record::{
     Endpoint, Escalation, Receipt, RecordError, RejectReason, Transcript, TransferRecord,
     TurnRecord,
 };
+pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
 pub use runtime::Runtime;
 pub use schema::{Drift, SchemaSet};
 pub use session::{Executor, Session, Step};
