@@ -1,10 +1,13 @@
 //! A payment: a card is charged, then the receipt is mailed. The charge
 //! must happen once, even when the process dies after it and the run is
-//! resumed: the crash test of tool calls (`tests/crash_tools.rs`) kills a
-//! process running it.
+//! resumed: the ledger journals the charge's outcome before the agent uses
+//! it (a resumed turn is served it), and the charge carries its call id as
+//! idempotency key (for the process that dies between the charge and its
+//! journal entry). The crash test of tool calls (`tests/crash_tools.rs`)
+//! kills a process running it.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -48,14 +51,47 @@ pub struct Charged {
 /// Every charge made is a usable result.
 impl FailFast for Charged {}
 
-/// A fake payment provider: each charge is appended to a file, one line per
-/// charge (`run_id customer amount`), so that a test can count them across
-/// processes; mailing a receipt takes a while.
+/// A fake payment provider that deduplicates requests by key, as card APIs
+/// do (an `Idempotency-Key` header): every request is logged to
+/// `requests`, and a charge is made (logged to `charges`, one line `run_id
+/// key customer amount`) only for a key it has not seen. Files, so that a
+/// test can count across processes.
 pub struct Provider {
+    /// The file requests are logged to, one line `run_id key`.
+    pub requests: PathBuf,
     /// The file charges are logged to.
     pub charges: PathBuf,
     /// How long mailing a receipt takes.
     pub mail_delay: Duration,
+}
+
+/// Appends `line` to `path` with one `write`: a killed process leaves it
+/// whole or absent.
+fn append(path: &Path, line: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+}
+
+impl Provider {
+    /// Charges `request` under idempotency key `key`, once per key.
+    fn charge(&self, key: &str, request: &ChargeRequest) -> std::io::Result<Charged> {
+        append(&self.requests, &format!("{} {key}\n", request.run_id))?;
+        let made = std::fs::read_to_string(&self.charges).unwrap_or_default();
+        let seen = made.lines().any(|l| l.split(' ').nth(1) == Some(key));
+        if !seen {
+            let line = format!(
+                "{} {key} {} {}\n",
+                request.run_id, request.customer, request.amount
+            );
+            append(&self.charges, &line)?;
+        }
+        Ok(Charged {
+            charge_id: format!("ch_{}_{}", request.customer, request.amount),
+        })
+    }
 }
 
 #[workflow(entry = intake, output = Paid, deps = Provider)]
@@ -86,23 +122,15 @@ pub mod payment {
         pub amount: u32,
     }
 
-    /// Charges the customer's card.
+    /// Charges the customer's card, under the call's id as idempotency key:
+    /// a call made again after a crash does not charge twice.
     #[tool(needs = Charge, effect = write)]
     async fn charge(request: ChargeRequest, provider: &Provider) -> Result<Charged, ToolError> {
-        let line = format!(
-            "{} {} {}\n",
-            request.run_id, request.customer, request.amount
-        );
-        // One `write` of one line: a killed process leaves it whole or absent.
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&provider.charges)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .map_err(|e| ToolError::new("charge", e.to_string()))?;
-        Ok(Charged {
-            charge_id: format!("ch_{}_{}", request.customer, request.amount),
-        })
+        let key = workflow_core::tool::call_id()
+            .ok_or_else(|| ToolError::new("charge", "called outside a tool call"))?;
+        provider
+            .charge(&key.to_string(), &request)
+            .map_err(|e| ToolError::new("charge", e.to_string()))
     }
 
     /// Mails the receipt of a charge.

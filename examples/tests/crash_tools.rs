@@ -1,8 +1,10 @@
 //! Tool calls across crashes: a process running payments (charge a card,
 //! then mail the receipt) against an SQLite ledger is killed (SIGKILL) at
 //! random points; then every run is resumed. A charge whose outcome the
-//! ledger journaled is never made again; every run completes with the
-//! records of a run that was never killed.
+//! ledger journaled is never requested again; one killed between the charge
+//! and its journal entry is requested again under the same call id, which
+//! the provider deduplicates: every run charges exactly once and completes
+//! with the records of a run that was never killed.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -26,8 +28,8 @@ impl Lcg {
     }
 }
 
-/// The charges logged per run.
-fn charges(path: &std::path::Path) -> BTreeMap<u64, usize> {
+/// The lines logged per run (the first word of each line).
+fn per_run(path: &std::path::Path) -> BTreeMap<u64, usize> {
     let mut per_run = BTreeMap::new();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     for line in text.lines() {
@@ -35,7 +37,7 @@ fn charges(path: &std::path::Path) -> BTreeMap<u64, usize> {
             .split(' ')
             .next()
             .and_then(|r| r.parse().ok())
-            .unwrap_or_else(|| panic!("a charge line names its run: {line:?}"));
+            .unwrap_or_else(|| panic!("a line names its run: {line:?}"));
         *per_run.entry(run).or_default() += 1;
     }
     per_run
@@ -66,13 +68,15 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
     let dir = std::env::temp_dir().join(format!("wf-crash-tools-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temp dir");
-    let (path, log) = (dir.join("runs.db"), dir.join("charges.log"));
+    let path = dir.join("runs.db");
+    let (requests, charges) = (dir.join("requests.log"), dir.join("charges.log"));
     let child = env!("CARGO_BIN_EXE_payment_child");
     let mut rng = Lcg(0x7001);
     for _ in 0..KILLS {
         let mut process = Command::new(child)
             .arg(&path)
-            .arg(&log)
+            .arg(&requests)
+            .arg(&charges)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -86,7 +90,7 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
 
     let ledger = Arc::new(SqliteLedger::open(&path).expect("the ledger reopens"));
     let runs = ledger.runs().expect("lists runs");
-    let before = charges(&log);
+    let before = per_run(&requests);
     // The cashier's turn produces transfer #2: its calls are journaled there.
     let journaled = |run: u64| {
         ledger
@@ -111,7 +115,8 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
     }
 
     let provider = Provider {
-        charges: log.clone(),
+        requests: requests.clone(),
+        charges: charges.clone(),
         mail_delay: Duration::ZERO,
     };
     let wf = payment::Workflow::new((), provider).with_ledger(ledger.clone());
@@ -133,25 +138,30 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
         assert_eq!(ledger.verify_run(*run).expect("reads"), Ok(()));
     }
 
-    let after = charges(&log);
+    let after = per_run(&requests);
     let mut served = 0;
     let mut in_doubt = 0;
     for (run, journaled) in &cut {
         let (was, is) = (before.get(run).copied(), after.get(run).copied());
         if *journaled {
-            assert_eq!(is, Some(1), "run {run}: a journaled charge was made again");
+            assert_eq!(
+                is,
+                Some(1),
+                "run {run}: a journaled charge was requested again"
+            );
             served += 1;
         } else if was == Some(1) {
             // Killed between the charge and its journal entry: the one
-            // window where a call is made again (at least once).
+            // window where a call is made again, under the same call id.
             assert_eq!(is, Some(2), "run {run}");
             in_doubt += 1;
         } else {
             assert_eq!(is, Some(1), "run {run}");
         }
     }
+    let made = per_run(&charges);
     for run in &runs {
-        assert!(after.get(run).is_some_and(|n| *n >= 1), "run {run} charged");
+        assert_eq!(made.get(run), Some(&1), "run {run} charged exactly once");
     }
     assert!(
         served > 0,
@@ -159,7 +169,7 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
-        "{KILLS} kills, {} runs, {} cut mid-run: {served} with a journaled charge (served, not repeated), {in_doubt} killed between a charge and its journal entry (charged again), in {:.1}s",
+        "{KILLS} kills, {} runs, {} cut mid-run: {served} with a journaled charge (served, not repeated), {in_doubt} killed between a charge and its journal entry (requested again, deduplicated by call id), in {:.1}s",
         runs.len(),
         cut.len(),
         started.elapsed().as_secs_f64()

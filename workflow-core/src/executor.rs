@@ -496,7 +496,12 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
                     ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
                 })?,
             };
-            let result = match tool.call(this, deps).await {
+            let id = crate::tool::CallId {
+                run_id: at.run_id,
+                turn_seq: at.turn_seq,
+                index,
+            };
+            let result = match crate::tool::with_call_id(id, tool.call(this, deps)).await {
                 Ok(out) => match out.fail_fast() {
                     Ok(()) => match serde_json::to_string(&out) {
                         Ok(text) => Ok((out, text)),

@@ -41,6 +41,8 @@ pub struct Provider {
     pub charges: AtomicU32,
     pub mails: AtomicU32,
     pub hang: bool,
+    /// The call id of each mail requested.
+    pub mail_ids: std::sync::Mutex<Vec<String>>,
 }
 
 impl Provider {
@@ -49,6 +51,7 @@ impl Provider {
             charges: AtomicU32::new(0),
             mails: AtomicU32::new(0),
             hang,
+            mail_ids: std::sync::Mutex::new(Vec::new()),
         }
     }
 }
@@ -85,6 +88,9 @@ pub mod payment {
     /// Mails the receipt.
     #[tool(needs = Charge, effect = write)]
     async fn mail_receipt(charge: Charged, provider: &Provider) -> Result<Charged, ToolError> {
+        let id =
+            workflow_core::tool::call_id().ok_or_else(|| ToolError::new("mail", "no call id"))?;
+        provider.mail_ids.lock().unwrap().push(id.to_string());
         if provider.hang {
             std::future::pending::<()>().await;
         }
@@ -139,6 +145,11 @@ async fn crashed_run(ledger: Arc<dyn Ledger>) -> u64 {
     assert_eq!(wf.deps().charges.load(Ordering::SeqCst), 1, "charged once");
     let runs = ledger.runs().unwrap();
     assert_eq!(runs.len(), 1);
+    assert_eq!(
+        *wf.deps().mail_ids.lock().unwrap(),
+        [format!("{}-2-1", runs[0])],
+        "the mail is call 1 of the turn producing transfer #2"
+    );
     runs[0]
 }
 

@@ -2,7 +2,7 @@
 //! killed: the crash test of tool calls (`tests/crash_tools.rs`) kills it
 //! at random points.
 //!
-//! Usage: `payment_child LEDGER_FILE CHARGES_FILE`
+//! Usage: `payment_child LEDGER_FILE REQUESTS_FILE CHARGES_FILE`
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +13,9 @@ use workflow_core::ledger::{Durability, SqliteLedger};
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(path), Some(charges)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: payment_child LEDGER_FILE CHARGES_FILE");
+    let (Some(path), Some(requests), Some(charges)) = (args.get(1), args.get(2), args.get(3))
+    else {
+        eprintln!("usage: payment_child LEDGER_FILE REQUESTS_FILE CHARGES_FILE");
         std::process::exit(2);
     };
     let ledger = match SqliteLedger::open_with(path, Durability::ProcessCrash) {
@@ -25,6 +26,7 @@ async fn main() {
         }
     };
     let provider = Provider {
+        requests: requests.into(),
         charges: charges.into(),
         mail_delay: Duration::from_millis(2),
     };
