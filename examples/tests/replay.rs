@@ -99,5 +99,16 @@ async fn the_main_example_runs_replay_identically() {
     let d = report.divergence.expect("diverges");
     assert_eq!((d.seq, &d.difference), (1, &Difference::Receipt), "{d}");
     assert!(d.replayed.as_deref().unwrap().contains("env_pinned"), "{d}");
+
+    // The deploy workflow's own `workflow` command replays the file too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_workflow_deploy"))
+        .arg("--ledger")
+        .arg(dir.join("runs.db"))
+        .arg("replay")
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.matches("replays identically").count(), 3, "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -87,7 +87,7 @@ pub use record::{
 };
 pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
 pub use runtime::Runtime;
-pub use schema::{Drift, SchemaSet};
+pub use schema::{Drift, Publication, SchemaSet};
 pub use session::{Executor, Session, Step};
 pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
 
