@@ -118,6 +118,7 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
     pub use std::borrow::Cow;
+    pub use std::boxed::Box;
     pub use std::format;
     pub use std::future::Future;
     pub use std::option::Option;
@@ -219,6 +220,8 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[doc = include_str!("../../book/src/enforcement.md")]
+    pub struct Enforcement;
     #[cfg(feature = "otel")]
     #[doc = include_str!("../../book/src/observability.md")]
     pub struct Observability;

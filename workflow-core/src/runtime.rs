@@ -337,6 +337,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The first question the current turn received that `contract` neither
     /// carries forward nor resolves with evidence.
+    #[inline]
     fn dropped_question(&mut self, contract: Option<ContractView<'_>>) -> Option<String> {
         if self.open.is_empty() {
             return None;
@@ -554,8 +555,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The checks every transfer gets, to an agent or to `END`: handoff
     /// size limits, forbidden fields, the invariants' predicates, the gate.
+    #[inline]
     fn check_transfer(&self, contract: Option<ContractView<'_>>) -> Option<RejectReason> {
-        let limits = contract.map_or((None, None), |c| (c.max_bytes, c.max_tokens));
+        let limits = contract
+            .as_ref()
+            .map_or((None, None), |c| (c.max_bytes, c.max_tokens));
         let needs_json = limits != (None, None)
             || !W::Root::FORBIDDEN.is_empty()
             || W::Root::CHECKS
@@ -563,6 +567,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if !needs_json {
             return None;
         }
+        self.check_transfer_json(contract, limits)
+    }
+
+    /// [`check_transfer`](Self::check_transfer) once a check needs the
+    /// payload as JSON (kept out of the common path).
+    #[inline(never)]
+    fn check_transfer_json(
+        &self,
+        contract: Option<ContractView<'_>>,
+        limits: (Option<u64>, Option<u64>),
+    ) -> Option<RejectReason> {
         let i = self.transcript.len().checked_sub(1)?;
         let text = match self.transcript.payload(i) {
             Ok(text) => text,
@@ -677,7 +692,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
-        let scope = A::contract(input).map(|c| (c.authority, c.expires));
+        let contract = A::contract(input);
+        let scope = contract.as_ref().map(|c| (c.authority, c.expires));
         if let Some(returned) = self.pending_return.take() {
             // The sender's turn again, on its accepted input, to handle the
             // rejection of its handoff.
@@ -693,7 +709,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent_name::<W>(A::INDEX)
                 )));
             }
-            self.begin_turn(A::contract(input));
+            self.begin_turn(contract);
             self.shared.lock().returned = Some(returned);
             self.shared.mark();
             let cx = self.context::<A>(scope);
@@ -716,7 +732,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )));
             }
             self.turn_input = self.transcript.len() - 1;
-            self.begin_turn(A::contract(input));
+            self.begin_turn(contract);
             if let Some(crate::Receipt::Approved { by, edited }) =
                 self.transcript.receipt(self.turn_input)
             {
@@ -737,7 +753,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(input) {
+        if let Some(reason) = self.check_receipt::<A>(contract) {
             return Err(self.reject_last(reason));
         }
         let cx = self.context::<A>(scope);
@@ -748,18 +764,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }));
         }
         let i = self.transcript.len() - 1;
-        match self.approver.take() {
-            Some(by) => {
-                self.transcript.note(
-                    i,
-                    crate::Receipt::Approved {
-                        by: by.clone(),
-                        edited: true,
-                    },
-                );
-                self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
-                self.shared.mark();
-            }
+        let approval = self.approver.take();
+        match &approval {
+            Some(by) => self.transcript.note(
+                i,
+                crate::Receipt::Approved {
+                    by: by.clone(),
+                    edited: true,
+                },
+            ),
             None => {
                 if let Some(last) = self.transcript.entries.last_mut() {
                     last.status = Status::Accepted;
@@ -770,13 +783,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.handoff_event();
         crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
-        self.begin_turn(A::contract(input));
+        self.begin_turn(contract);
+        if let Some(by) = approval {
+            self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
+            self.shared.mark();
+        }
         self.hops += 1;
         Ok(cx)
     }
 
     /// The receipt checks before the pre-conditions; the first that fails.
-    fn check_receipt<A: Agent<W>>(&mut self, input: &A::Input) -> Option<RejectReason> {
+    fn check_receipt<A: Agent<W>>(
+        &mut self,
+        contract: Option<ContractView<'_>>,
+    ) -> Option<RejectReason> {
         if self.hops >= self.max_hops {
             return Some(RejectReason::HopCap {
                 max_hops: self.max_hops,
@@ -796,7 +816,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 spent,
             });
         }
-        let contract = A::contract(input);
         if let Some(contract) = &contract {
             let owns = W::GRAPH
                 .agents
@@ -839,6 +858,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// Starts the log of a turn: what the run spent so far, nothing logged.
+    #[inline]
     fn begin_turn(&mut self, contract: Option<ContractView<'_>>) {
         self.open = match contract {
             Some(c) if !c.open.is_empty() => {
@@ -1048,6 +1068,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 Then::Abort => self.fail_turn(RunError::ToolFailed { agent, error }, turn),
             });
         }
+        // An overspent budget stops the run whatever the body returned (an
+        // agent that hit it with `cx.charge(..)?` returned an error).
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, false))
+        {
+            let error = RunError::BudgetExhausted {
+                agent,
+                budget,
+                limit,
+                spent,
+            };
+            return Err(self.fail_turn(error, turn));
+        }
         let next_out = match result {
             Ok(next_out) => next_out,
             Err(reject) if reject.is_escalation() => {
@@ -1058,16 +1091,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Err(self.fail_turn(RunError::AgentFailed { agent, error }, turn));
             }
         };
-        let stopped = if let Some((budget, limit, spent)) =
-            self.limits.budget.and_then(|b| b.over(&self.spent, false))
-        {
-            Some(RunError::BudgetExhausted {
-                agent,
-                budget,
-                limit,
-                spent,
-            })
-        } else if let Some(after_ms) = self.limits.deadline_ms
+        let stopped = if let Some(after_ms) = self.limits.deadline_ms
             && self.elapsed_ms() >= after_ms
         {
             Some(RunError::DeadlinePassed { agent, after_ms })
@@ -1240,7 +1264,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let body = self.instrument_agent::<A, _>(A::run(input, cx.clone()));
         let result = match self.turn_limit::<A>() {
             None => body.await,
-            Some(limit) => match tokio::time::timeout(limit, body).await {
+            Some(limit) => match Box::pin(tokio::time::timeout(limit, body)).await {
                 Ok(result) => result,
                 Err(_) => return Err(self.timed_out::<A>()),
             },

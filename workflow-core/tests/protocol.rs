@@ -23,7 +23,14 @@ enum Mistake {
     UnknownEdge,
     /// `route` ends the run over an edge that leads to an agent.
     EndOverAgentEdge,
+    /// The agent's input delegates an authority it does not own (generated
+    /// workflows cannot: a compile error).
+    ForeignScope,
 }
+
+static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen { any: Vec::new() };
+static NO_OPEN: Vec<workflow_core::Uncertainty> = Vec::new();
+static NO_EVIDENCE: Vec<workflow_core::Evidence> = Vec::new();
 
 struct Broken;
 
@@ -71,7 +78,7 @@ impl Route<Broken> for Next {
         match self.1 {
             Mistake::UnknownEdge => run.end(7, &self.0, None)?,
             Mistake::EndOverAgentEdge => run.end(0, &self.0, None)?,
-            Mistake::NoTransfer => run.end(1, &self.0, None)?,
+            Mistake::NoTransfer | Mistake::ForeignScope => run.end(1, &self.0, None)?,
         }
         Ok(Transition::End(self.0))
     }
@@ -81,6 +88,18 @@ impl Agent<Broken> for Only {
     const INDEX: u16 = 0;
     type Input = (u32, Mistake);
     type Next = Next;
+    fn contract(input: &(u32, Mistake)) -> Option<workflow_core::ContractView<'_>> {
+        matches!(input.1, Mistake::ForeignScope).then_some(workflow_core::ContractView {
+            parts: &[],
+            authority: "Launch",
+            expires: workflow_core::Expiry::Never,
+            stop: &NO_STOP,
+            open: &NO_OPEN,
+            evidence: &NO_EVIDENCE,
+            max_bytes: None,
+            max_tokens: None,
+        })
+    }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {
         Ok(Next(input.0, input.1))
     }
@@ -169,5 +188,20 @@ async fn ending_over_an_edge_to_an_agent_is_a_protocol_error() {
     assert!(
         matches!(&error, RunError::Protocol(m) if m.contains("edge 0 is not an edge of workflow `broken` to END")),
         "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_scope_over_an_authority_the_receiver_does_not_own_is_rejected() {
+    let error = run(Mistake::ForeignScope).await;
+    assert_eq!(
+        error,
+        RunError::Rejected {
+            from: "START",
+            to: "only",
+            reason: workflow_core::RejectReason::ScopeNotOwned {
+                authority: "Launch".into()
+            },
+        }
     );
 }

@@ -280,7 +280,7 @@ impl ToolArgs {
         let mut args = ToolArgs::default();
         parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["needs", "effect", "retries", "backoff_ms", "then"])?;
-            let one_of = |value: Ident, allowed: &[&str]| -> syn::Result<Ident> {
+            let one_of = |value: Ident, allowed: &[&str], hint: &str| -> syn::Result<Ident> {
                 let v = value.to_string();
                 if allowed.contains(&v.as_str()) {
                     return Ok(value);
@@ -288,7 +288,7 @@ impl ToolArgs {
                 Err(syn::Error::new(
                     value.span(),
                     format!(
-                        "unknown {key} `{v}`{}; write {}",
+                        "unknown `{key}` value `{v}`{}; write {}{hint}",
                         suggestion(&v, allowed.iter().copied()),
                         allowed
                             .iter()
@@ -301,12 +301,20 @@ impl ToolArgs {
             match key.to_string().as_str() {
                 "needs" if args.needs.is_none() => args.needs = Some(input.parse()?),
                 "effect" if args.effect.is_none() => {
-                    args.effect = Some(one_of(input.parse()?, &["read", "write", "destructive"])?)
+                    args.effect = Some(one_of(
+                        input.parse()?,
+                        &["read", "write", "destructive"],
+                        "",
+                    )?)
                 }
                 "retries" if args.retries.is_none() => args.retries = Some(input.parse()?),
                 "backoff_ms" if args.backoff_ms.is_none() => args.backoff_ms = Some(input.parse()?),
                 "then" if args.then.is_none() => {
-                    args.then = Some(one_of(input.parse()?, &["abort", "escalate"])?)
+                    args.then = Some(one_of(
+                        input.parse()?,
+                        &["abort", "escalate"],
+                        " (what a failure leads to once its retries, `retries = N`, are spent)",
+                    )?)
                 }
                 _ => return Err(duplicate(&key)),
             }

@@ -39,10 +39,14 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             State::#v(input) => {
                 let cx = run.receive::<#n::Agent>(&input)?;
                 let body = run.instrument_agent::<#n::Agent, _>(#body_future);
+                // The timer is boxed: a turn without a limit does not carry
+                // (nor move) its state.
                 let result = match run.turn_limit::<#n::Agent>() {
                     ::workflow_core::__private::Option::None => body.await,
                     ::workflow_core::__private::Option::Some(limit) => {
-                        match ::workflow_core::__private::timeout(limit, body).await {
+                        match ::workflow_core::__private::Box::pin(
+                            ::workflow_core::__private::timeout(limit, body),
+                        ).await {
                             ::workflow_core::__private::Result::Ok(result) => result,
                             ::workflow_core::__private::Result::Err(_) => {
                                 return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
