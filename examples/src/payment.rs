@@ -122,6 +122,7 @@ pub mod payment {
         pub amount: u32,
     }
 
+    // ANCHOR: charge
     /// Charges the customer's card, under the call's id as idempotency key:
     /// a call made again after a crash does not charge twice.
     #[tool(needs = Charge, effect = write)]
@@ -132,6 +133,7 @@ pub mod payment {
             .charge(&key.to_string(), &request)
             .map_err(|e| ToolError::new("charge", e.to_string()))
     }
+    // ANCHOR_END: charge
 
     /// Mails the receipt of a charge.
     #[tool(needs = Charge, effect = write)]

@@ -220,6 +220,8 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[doc = include_str!("../../book/src/ledger.md")]
+    pub struct Ledger;
     #[doc = include_str!("../../book/src/enforcement.md")]
     pub struct Enforcement;
     #[cfg(feature = "otel")]
