@@ -240,3 +240,39 @@ fn the_generic_binary_says_it_cannot_replay_or_export_schemas() {
     assert_eq!(code, exit::OK);
     assert!(out.contains("replay") && out.contains("schema"), "{out}");
 }
+
+#[test]
+fn a_run_whose_input_the_workflow_no_longer_reads_exits_with_1() {
+    use workflow_core::ledger::{GENESIS, Ledger, PayloadFormat};
+    let (path, runs) = ledger("replay-input");
+    // The clean run, its goal rewritten (and the chain rebuilt, so that it
+    // verifies): what an older workflow with another input type recorded.
+    let mut records = SqliteLedger::open(&path).unwrap().records(runs[0]).unwrap();
+    records[0].payload_format = PayloadFormat::Json;
+    records[0].payload = hex_json(r#"{"service":"checkout","region":"eu"}"#);
+    let mut prev = GENESIS.to_owned();
+    for r in &mut records {
+        r.prev_hash = prev;
+        r.hash = r.compute_hash();
+        prev = r.hash.clone();
+    }
+    let rewritten = temp("replay-input-old").join("runs.db");
+    let ledger = SqliteLedger::open(&rewritten).unwrap();
+    for r in &records {
+        ledger.append(r).unwrap();
+    }
+    let (code, out, err) = deploy_cli(staging_root, &["--ledger", arg(&rewritten), "replay"]);
+    assert_eq!(code, exit::DIFFERENT, "{out}{err}");
+    let run = runs[0];
+    assert!(
+        out.contains(&format!(
+            "run {run} cannot be replayed: run {run}'s recorded input does not read"
+        )),
+        "{out}"
+    );
+}
+
+/// JSON text as the hex a record's payload holds.
+fn hex_json(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
