@@ -19,10 +19,13 @@ echo "building ours (release)..." >&2
 cargo build -q --release -p examples --example bench_loop
 ./target/release/examples/bench_loop "$rounds" "$runs_rust" | tee -a "$out"
 
-if [ ! -x /tmp/peer-graph-flow/target/release/peer-graph-flow ]; then
+# The Rust peer is built with the same release profile as ours (one
+# codegen unit, fat LTO: see the workspace Cargo.toml).
+if [ ! -f /tmp/peer-graph-flow/.built-with-lto ]; then
   echo "building graph-flow..." >&2
   rm -rf /tmp/peer-graph-flow && cp -r "$bench/peer-graph-flow" /tmp/ && chmod -R u+w /tmp/peer-graph-flow
-  (cd /tmp/peer-graph-flow && cargo build -q --release)
+  (cd /tmp/peer-graph-flow && CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build -q --release)
+  touch /tmp/peer-graph-flow/.built-with-lto
 fi
 /tmp/peer-graph-flow/target/release/peer-graph-flow "$rounds" "$runs_rust" | tee -a "$out"
 

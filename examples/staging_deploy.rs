@@ -41,6 +41,7 @@ async fn main() {
         Err(aborted) => {
             print!("{}", aborted.transcript);
             println!("stopped: {}", aborted.error);
+            print!("{}", aborted.transcript.summary());
             report_ledger(ledger.as_ref(), aborted.transcript.run_id(), &path);
         }
     }
@@ -92,6 +93,7 @@ async fn main() {
         Ok(done) => {
             print!("{}", done.transcript);
             println!("completed after the decision: {:?}", done.output);
+            print!("{}", done.transcript.summary());
             report_ledger(reopened.as_ref(), run_id, &path);
         }
         Err(aborted) => fail(&format!("{aborted}")),
@@ -106,6 +108,7 @@ async fn main() {
         Ok(done) => {
             print!("{}", done.transcript);
             println!("completed: {:?}", done.output);
+            print!("{}", done.transcript.summary());
             report_ledger(ledger.as_ref(), done.transcript.run_id(), &path);
         }
         Err(aborted) => {

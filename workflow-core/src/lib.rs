@@ -82,8 +82,8 @@ pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, OnReject, ToolInfo}
 pub use invariant::{Gate, Invariants, TransferView};
 pub use manifest::Manifest;
 pub use record::{
-    Endpoint, Escalation, Receipt, RecordError, RejectReason, Transcript, TransferRecord,
-    TurnRecord,
+    AgentSummary, Endpoint, Escalation, Receipt, RecordError, RejectReason, RunSummary, Transcript,
+    TransferRecord, TurnRecord,
 };
 pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
 pub use runtime::Runtime;

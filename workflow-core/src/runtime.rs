@@ -911,9 +911,30 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         reason: Escalation,
         turn: Option<TurnRecord>,
     ) -> RunError {
+        let receipt = crate::Receipt::Escalated {
+            reason: reason.clone(),
+        };
+        let error = RunError::Suspended {
+            agent: agent_name::<W>(A::INDEX),
+            reason,
+        };
+        self.close_turn(receipt, turn, error)
+    }
+
+    /// Records the current turn's input again (a redelivery) with `receipt`
+    /// and the turn's record, commits it, and returns `error` (or the
+    /// ledger's error if the record could not be kept).
+    fn close_turn(
+        &mut self,
+        receipt: crate::Receipt,
+        turn: Option<TurnRecord>,
+        error: RunError,
+    ) -> RunError {
         let input = self.turn_input;
         let Some(entry) = self.transcript.entries.get(input).cloned() else {
-            return RunError::Protocol("the escalated turn's input is not recorded".into());
+            return RunError::Protocol(format!(
+                "the input of a turn that ended with `{error}` is not recorded"
+            ));
         };
         let bytes = self
             .transcript
@@ -924,21 +945,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Ok(i) => i,
             Err(e) => return e,
         };
-        let t = &mut self.transcript;
         if let Some(turn) = turn {
-            t.turns.push((i as u32, turn));
+            self.transcript.turns.push((i as u32, turn));
         }
-        t.note(
-            i,
-            crate::Receipt::Escalated {
-                reason: reason.clone(),
-            },
-        );
+        self.transcript.note(i, receipt);
         self.handoff_event();
-        let error = RunError::Suspended {
-            agent: agent_name::<W>(A::INDEX),
-            reason,
-        };
         match self.commit_last() {
             Ok(()) => error,
             Err(ledger) => ledger,
@@ -1120,36 +1131,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Records that the current turn failed and stopped the run: the turn's
     /// input again, with a `turn_failed` receipt saying why and the turn's
-    /// tool calls, committed like any record. Returns `error` (or the
-    /// ledger's error if the record could not be kept).
+    /// tool calls, committed like any record.
     fn fail_turn(&mut self, error: RunError, turn: Option<TurnRecord>) -> RunError {
-        let input = self.turn_input;
-        let Some(entry) = self.transcript.entries.get(input).cloned() else {
-            return error;
+        let receipt = crate::Receipt::TurnFailed {
+            error: error.to_string(),
         };
-        let bytes = self
-            .transcript
-            .payload_bytes(input)
-            .unwrap_or_default()
-            .to_vec();
-        let i = match self.push_redelivery(entry.edge, entry.format, &bytes) {
-            Ok(i) => i,
-            Err(e) => return e,
-        };
-        if let Some(turn) = turn {
-            self.transcript.turns.push((i as u32, turn));
-        }
-        self.transcript.note(
-            i,
-            crate::Receipt::TurnFailed {
-                error: error.to_string(),
-            },
-        );
-        self.handoff_event();
-        match self.commit_last() {
-            Ok(()) => error,
-            Err(ledger) => ledger,
-        }
+        self.close_turn(receipt, turn, error)
     }
 
     /// How long agent `A`'s body may run: its timeout, or what is left of
@@ -1261,10 +1248,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
-        let body = self.instrument_agent::<A, _>(A::run(input, cx.clone()));
         let result = match self.turn_limit::<A>() {
-            None => body.await,
-            Some(limit) => match Box::pin(tokio::time::timeout(limit, body)).await {
+            None => {
+                self.instrument_agent::<A, _>(A::run(input, cx.clone()))
+                    .await
+            }
+            Some(limit) => match Box::pin(tokio::time::timeout(
+                limit,
+                self.instrument_agent::<A, _>(A::run(input, cx.clone())),
+            ))
+            .await
+            {
                 Ok(result) => result,
                 Err(_) => return Err(self.timed_out::<A>()),
             },

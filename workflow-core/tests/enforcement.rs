@@ -917,3 +917,45 @@ async fn a_decision_on_a_run_that_is_not_suspended_is_refused() {
     );
     assert!(Suspension::from_bytes(&serde_json::to_vec(&suspension).unwrap()).is_err());
 }
+
+#[tokio::test]
+async fn a_run_summary_shows_the_path_the_outcome_and_each_agents_share() {
+    let shelf = Arc::new(Shelf::default());
+    let wf =
+        shop::Workflow::new(root(), shelf.clone()).with_budget(Budget::default().max_tokens(100));
+    let done = wf.run(order("charge:40")).await.expect("completes");
+    let summary = done.transcript.summary();
+    assert_eq!(summary.path, ["clerk", "picker", "packer"]);
+    assert_eq!(summary.outcome, "completed");
+    let picker = &summary.agents[1];
+    assert_eq!(
+        (picker.name.as_str(), picker.turns, picker.tokens),
+        ("picker", 1, 40)
+    );
+    let packer = &summary.agents[2];
+    assert_eq!((packer.tool_calls, packer.failed_tool_calls), (1, 0));
+    let text = summary.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "run {}: clerk -> picker -> packer (3 turns), completed\n",
+            done.transcript.run_id()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("picker           1 turn, 0 tool calls, 40 tokens"),
+        "{text}"
+    );
+
+    let (wf, _) = shop();
+    let aborted = wf.run(order("swallow")).await.expect_err("stopped");
+    let summary = aborted.transcript.summary();
+    assert!(
+        summary
+            .outcome
+            .starts_with("failed in picker: agent `picker`: tool `pick` failed (empty result)"),
+        "{}",
+        summary.outcome
+    );
+    assert_eq!(summary.agents[1].failed_tool_calls, 1);
+}

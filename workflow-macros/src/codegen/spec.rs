@@ -38,14 +38,19 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         quote! {
             State::#v(input) => {
                 let cx = run.receive::<#n::Agent>(&input)?;
-                let body = run.instrument_agent::<#n::Agent, _>(#body_future);
-                // The timer is boxed: a turn without a limit does not carry
-                // (nor move) its state.
+                // The body's future is built where it is awaited (not moved
+                // there), and the timer is boxed: a turn without a limit
+                // neither carries nor moves the timer's state.
                 let result = match run.turn_limit::<#n::Agent>() {
-                    ::workflow_core::__private::Option::None => body.await,
+                    ::workflow_core::__private::Option::None => {
+                        run.instrument_agent::<#n::Agent, _>(#body_future).await
+                    }
                     ::workflow_core::__private::Option::Some(limit) => {
                         match ::workflow_core::__private::Box::pin(
-                            ::workflow_core::__private::timeout(limit, body),
+                            ::workflow_core::__private::timeout(
+                                limit,
+                                run.instrument_agent::<#n::Agent, _>(#body_future),
+                            ),
                         ).await {
                             ::workflow_core::__private::Result::Ok(result) => result,
                             ::workflow_core::__private::Result::Err(_) => {
