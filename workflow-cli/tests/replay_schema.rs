@@ -29,17 +29,34 @@ fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String)
     )
 }
 
-fn temp(name: &str) -> PathBuf {
+/// A fresh temporary folder, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn temp(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("wf-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temp dir");
-    dir
+    Scratch(dir)
 }
 
 /// The main example's runs in a fresh ledger file: the clean run, the
 /// incident, and the drifted run escalated, edited and completed.
-fn ledger(name: &str) -> (PathBuf, [u64; 3]) {
-    let path = temp(name).join("runs.db");
+fn ledger(name: &str) -> (Scratch, PathBuf, [u64; 3]) {
+    let dir = temp(name);
+    let path = dir.join("runs.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -68,7 +85,7 @@ fn ledger(name: &str) -> (PathBuf, [u64; 3]) {
             run,
         ]
     });
-    (path, runs)
+    (dir, path, runs)
 }
 
 fn arg(path: &Path) -> &str {
@@ -77,7 +94,7 @@ fn arg(path: &Path) -> &str {
 
 #[test]
 fn every_run_of_the_main_example_replays_identically() {
-    let (path, runs) = ledger("replay");
+    let (_dir, path, runs) = ledger("replay");
     let (code, out, err) = deploy_cli(staging_root, &["--ledger", arg(&path), "replay"]);
     assert_eq!(code, exit::OK, "{out}{err}");
     for (run, n) in runs.iter().zip([4, 3, 5]) {
@@ -105,7 +122,7 @@ fn every_run_of_the_main_example_replays_identically() {
 
 #[test]
 fn a_divergence_exits_with_1_and_names_the_transition() {
-    let (path, runs) = ledger("diverge");
+    let (_dir, path, runs) = ledger("diverge");
     // Replayed under a root pinned to production: the planner's task breaks
     // `env_pinned` at the network agent's receipt, transition #1.
     let production = || deploy::Root {
@@ -126,18 +143,20 @@ fn a_divergence_exits_with_1_and_names_the_transition() {
 
 #[test]
 fn replay_refuses_bad_input_with_2() {
-    let (path, _) = ledger("replay-bad");
+    let (_dir, path, _) = ledger("replay-bad");
     let (code, _, err) = deploy_cli(staging_root, &["--ledger", arg(&path), "replay", "42"]);
     assert_eq!(code, exit::BAD_INPUT);
     assert!(err.contains("no run 42"), "{err}");
 
-    let missing = temp("replay-missing").join("runs.db");
+    let empty = temp("replay-missing");
+    let missing = empty.join("runs.db");
     let (code, _, err) = deploy_cli(staging_root, &["--ledger", arg(&missing), "replay"]);
     assert_eq!(code, exit::BAD_INPUT);
     assert!(err.contains("no ledger file at"), "{err}");
 
     // A run of another workflow, named: refused; among all runs: skipped.
-    let other = temp("replay-other").join("runs.db");
+    let other_dir = temp("replay-other");
+    let other = other_dir.join("runs.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
@@ -162,7 +181,7 @@ fn replay_refuses_bad_input_with_2() {
 
 #[test]
 fn a_tampered_run_is_not_replayed_and_exits_with_1() {
-    let (path, runs) = ledger("replay-tampered");
+    let (_dir, path, runs) = ledger("replay-tampered");
     let conn = rusqlite::Connection::open(&path).expect("opens");
     conn.execute(
         "UPDATE records SET record = json_set(record, '$.hop', 7) WHERE run_id = ?1 AND seq = 1",
@@ -179,7 +198,8 @@ fn a_tampered_run_is_not_replayed_and_exits_with_1() {
 
 #[test]
 fn schema_export_then_check_and_drift() {
-    let dir = temp("schemas").join("deploy");
+    let scratch = temp("schemas");
+    let dir = scratch.join("deploy");
     let d = arg(&dir);
     let (code, out, err) = deploy_cli(staging_root, &["schema", "export", d]);
     assert_eq!(code, exit::OK, "{err}");
@@ -216,7 +236,8 @@ fn schema_export_then_check_and_drift() {
         assert!(out.contains(expected), "{out}");
     }
 
-    let missing = temp("schemas-missing").join("nothing-here");
+    let empty = temp("schemas-missing");
+    let missing = empty.join("nothing-here");
     let (code, _, err) = deploy_cli(staging_root, &["schema", "check", arg(&missing)]);
     assert_eq!(code, exit::BAD_INPUT);
     assert!(err.contains("no published schemas at"), "{err}");
@@ -244,7 +265,7 @@ fn the_generic_binary_says_it_cannot_replay_or_export_schemas() {
 #[test]
 fn a_run_whose_input_the_workflow_no_longer_reads_exits_with_1() {
     use workflow_core::ledger::{GENESIS, Ledger, PayloadFormat};
-    let (path, runs) = ledger("replay-input");
+    let (_dir, path, runs) = ledger("replay-input");
     // The clean run, its goal rewritten (and the chain rebuilt, so that it
     // verifies): what an older workflow with another input type recorded.
     let mut records = SqliteLedger::open(&path).unwrap().records(runs[0]).unwrap();
@@ -256,7 +277,8 @@ fn a_run_whose_input_the_workflow_no_longer_reads_exits_with_1() {
         r.hash = r.compute_hash();
         prev = r.hash.clone();
     }
-    let rewritten = temp("replay-input-old").join("runs.db");
+    let old_dir = temp("replay-input-old");
+    let rewritten = old_dir.join("runs.db");
     let ledger = SqliteLedger::open(&rewritten).unwrap();
     for r in &records {
         ledger.append(r).unwrap();
