@@ -1,30 +1,26 @@
 //! The schemas of the main example are published under `examples/schemas/`;
 //! this test fails when they drift. After an intended change, re-export with
-//! `UPDATE_SCHEMAS=1 cargo test -p examples --test published_schemas` and
-//! say so in the change's notes.
+//! `UPDATE_SCHEMAS=1 cargo test -p examples --test published_schemas` (or
+//! `cargo run -p examples --bin workflow_deploy -- schema export
+//! examples/schemas/deploy`) and say so in the change's notes.
 
 use std::path::Path;
 
 use examples::deploy_workflow::deploy;
+use workflow_core::Publication;
 
 #[test]
 fn published_schemas_have_not_drifted() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/deploy");
-    let schemas = deploy::Workflow::schemas();
+    // What `workflow_deploy schema export` writes and `schema check` checks.
+    let publication = Publication::of::<deploy::Spec>();
     if std::env::var_os("UPDATE_SCHEMAS").is_some() {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).expect("the old export can be removed");
         }
-        schemas.export(&dir).expect("the schemas can be written");
-        let manifest =
-            serde_json::to_string_pretty(&deploy::Workflow::manifest()).expect("serializes");
-        std::fs::write(dir.join("manifest.json"), manifest + "\n").expect("written");
-        std::fs::write(dir.join("workflow.mmd"), deploy::Workflow::mermaid()).expect("written");
-        let tools =
-            serde_json::to_string_pretty(&deploy::Workflow::mcp_tools()).expect("serializes");
-        std::fs::write(dir.join("tools.json"), tools + "\n").expect("written");
+        publication.export(&dir).expect("the files can be written");
     }
-    if let Err(drift) = schemas.check(&dir) {
+    if let Err(drift) = publication.check(&dir) {
         panic!("{drift}\n(UPDATE_SCHEMAS=1 re-exports them)");
     }
     let published: serde_json::Value = serde_json::from_str(
@@ -44,6 +40,10 @@ fn published_schemas_have_not_drifted() {
         tools,
         serde_json::to_value(deploy::Workflow::mcp_tools()).expect("serializes"),
         "the published MCP tool definitions drifted (UPDATE_SCHEMAS=1 re-exports them)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("workflow.mmd")).expect("the diagram is published"),
+        deploy::Workflow::mermaid()
     );
 }
 

@@ -197,6 +197,13 @@ pub struct Context<'x, W: Workflow, A> {
     /// workflow input, which delegates nothing).
     pub(crate) scope: Option<(&'static str, Expiry)>,
     pub(crate) shared: Arc<RunShared>,
+    /// The sequence number the record of this turn's outcome takes (its
+    /// handoff, or the record of its failure): with the call's index, what
+    /// identifies a tool call of the run.
+    pub(crate) turn_seq: u32,
+    /// Where each tool call's outcome is journaled before the agent sees it
+    /// (the run's ledger), so that a resumed turn does not repeat it.
+    pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -209,6 +216,9 @@ pub(crate) struct RunShared {
     /// charges costs one atomic load.
     pub(crate) dirty: std::sync::atomic::AtomicBool,
     pub(crate) log: std::sync::Mutex<TurnLog>,
+    /// Tool calls already recorded (a replay, or a turn cut by a crash),
+    /// served instead of calling the tools again.
+    pub(crate) recorded: Option<crate::replay::RecordedCalls>,
 }
 
 /// The log of the current turn.
@@ -360,9 +370,14 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         );
         let deps = self.deps;
         let shared = self.shared.clone();
-        let scope = self.scope;
-        let hop = self.hop;
-        let call = async move { call_tool::<W, T>(tool, input, deps, &shared, scope, hop).await };
+        let at = CallSite {
+            scope: self.scope,
+            hop: self.hop,
+            run_id: self.run_id,
+            turn_seq: self.turn_seq,
+            journal: self.journal,
+        };
+        let call = async move { call_tool::<W, T>(tool, input, deps, &shared, at).await };
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
         let call = crate::telemetry::timed_tool::<W, T, _>(call);
@@ -409,14 +424,23 @@ fn check_scope(
     Ok(())
 }
 
+/// Where a tool call is made: the turn's scope and place in the run.
+struct CallSite<'x> {
+    scope: Option<(&'static str, Expiry)>,
+    hop: u32,
+    run_id: u64,
+    turn_seq: u32,
+    journal: Option<&'x dyn crate::ledger::Ledger>,
+}
+
 async fn call_tool<W: Workflow, T: Tool<W>>(
     tool: T,
     input: T::Input,
     deps: &W::Deps,
     shared: &RunShared,
-    scope: Option<(&'static str, Expiry)>,
-    hop: u32,
+    at: CallSite<'_>,
 ) -> Result<T::Output, ToolError> {
+    let CallSite { scope, hop, .. } = at;
     let started = std::time::Instant::now();
     let index = {
         let mut log = shared.lock();
@@ -426,6 +450,8 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
     shared.mark();
     let arguments = serde_json::to_string(&input);
     let mut attempts = 0;
+    // Set when the outcome comes from a record, not from the tool.
+    let mut served: Option<ToolCallRecord> = None;
     let outcome: Result<(T::Output, String), ToolError> = async {
         let arguments = arguments
             .as_ref()
@@ -447,6 +473,18 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
                 ));
             }
         }
+        if let Some(recorded) = &shared.recorded {
+            match recorded.serve(at.turn_seq, index, T::NAME, arguments) {
+                crate::replay::Served::Call(call) => {
+                    let outcome = recorded.outcome::<T::Output>(T::NAME, at.turn_seq, &call);
+                    attempts = call.attempts;
+                    served = Some(call);
+                    return outcome;
+                }
+                crate::replay::Served::Diverged(error) => return Err(error),
+                crate::replay::Served::Live => {}
+            }
+        }
         let mut input = Some(input);
         let mut backoff = T::FALLBACK.backoff_ms;
         loop {
@@ -458,7 +496,12 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
                     ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
                 })?,
             };
-            let result = match tool.call(this, deps).await {
+            let id = crate::tool::CallId {
+                run_id: at.run_id,
+                turn_seq: at.turn_seq,
+                index,
+            };
+            let result = match crate::tool::with_call_id(id, tool.call(this, deps)).await {
                 Ok(out) => match out.fail_fast() {
                     Ok(()) => match serde_json::to_string(&out) {
                         Ok(text) => Ok((out, text)),
@@ -483,8 +526,16 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
     }
     .await;
     let duration_us = started.elapsed().as_micros() as u64;
-    let mut log = shared.lock();
-    let (result, recorded) = match outcome {
+    if let Some(call) = served {
+        // The recorded call again, as it was recorded.
+        let mut log = shared.lock();
+        if let (Err(error), None) = (&outcome, &log.failure) {
+            log.failure = Some((error.clone(), T::FALLBACK.then));
+        }
+        log.calls.push(call);
+        return outcome.map(|(out, _)| out);
+    }
+    let (mut outcome, recorded) = match outcome {
         Ok((out, text)) => {
             let digest = crate::tool::digest(&text);
             (
@@ -495,22 +546,37 @@ async fn call_tool<W: Workflow, T: Tool<W>>(
                 },
             )
         }
-        Err(error) => {
-            if log.failure.is_none() {
-                log.failure = Some((error.clone(), T::FALLBACK.then));
-            }
-            (Err(error.clone()), ToolOutcome::Failed { error })
-        }
+        Err(error) => (Err(error.clone()), ToolOutcome::Failed { error }),
     };
-    log.calls.push(ToolCallRecord {
+    let record = ToolCallRecord {
         tool: std::borrow::Cow::Borrowed(T::NAME),
         index,
         arguments: arguments.unwrap_or_default(),
         outcome: recorded,
         attempts,
         duration_us,
-    });
-    result
+    };
+    // Journaled before the agent sees the outcome: a turn resumed after a
+    // crash is served this outcome instead of calling the tool again.
+    let mut then = T::FALLBACK.then;
+    if let Some(journal) = at.journal
+        && let Err(e) = journal.append_tool_call(at.run_id, at.turn_seq, &record)
+    {
+        // An outcome that is not durable is not used: the run stops.
+        outcome = Err(ToolError::new(
+            T::NAME,
+            format!("the ledger could not record the call: {e}"),
+        ));
+        then = Then::Abort;
+    }
+    let mut log = shared.lock();
+    if let Err(error) = &outcome
+        && log.failure.is_none()
+    {
+        log.failure = Some((error.clone(), then));
+    }
+    log.calls.push(record);
+    outcome
 }
 
 /// A tool call under way: `cx.call(tool, input).await`.
@@ -558,6 +624,8 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             run_id: self.run_id,
             scope: self.scope,
             shared: self.shared.clone(),
+            turn_seq: self.turn_seq,
+            journal: self.journal,
             agent: PhantomData,
         }
     }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::record::{Endpoint, Receipt};
+use crate::tool::ToolCallRecord;
 
 /// How a record's payload bytes are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -178,6 +179,31 @@ pub trait Ledger: Send + Sync {
     /// from the records so that records cut off the end are found.
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError>;
 
+    /// Journals the outcome of a tool call before the agent that made it
+    /// sees it: call `call.index` of the turn whose outcome takes sequence
+    /// number `turn_seq` in run `run_id`. When a run is resumed, the turn
+    /// cut by the crash is served these outcomes instead of calling the
+    /// tools again; a later call at the same place replaces the entry.
+    ///
+    /// The default keeps nothing: with a ledger that does not override it,
+    /// a resumed turn calls its tools again (at least once).
+    fn append_tool_call(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &ToolCallRecord,
+    ) -> Result<(), LedgerError> {
+        let _ = (run_id, turn_seq, call);
+        Ok(())
+    }
+
+    /// The tool calls journaled for the turn at `turn_seq` of run `run_id`
+    /// ([`append_tool_call`](Self::append_tool_call)), in index order.
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+        let _ = (run_id, turn_seq);
+        Ok(Vec::new())
+    }
+
     /// Verifies the stored records of `run_id` against their chain and head.
     fn verify_run(&self, run_id: u64) -> Result<Result<(), Tampering>, LedgerError> {
         let records = self.records(run_id)?;
@@ -195,6 +221,8 @@ pub trait Ledger: Send + Sync {
 pub struct MemoryLedger {
     runs: Mutex<BTreeMap<u64, Vec<LedgerRecord>>>,
     heads: Mutex<BTreeMap<u64, (u32, String)>>,
+    /// Journaled tool calls by run, turn and index.
+    calls: Mutex<BTreeMap<(u64, u32, u32), ToolCallRecord>>,
 }
 
 impl MemoryLedger {
@@ -253,6 +281,29 @@ impl Ledger for MemoryLedger {
 
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError> {
         Ok(self.heads.lock().map_err(poisoned)?.get(&run_id).cloned())
+    }
+
+    fn append_tool_call(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &ToolCallRecord,
+    ) -> Result<(), LedgerError> {
+        self.calls
+            .lock()
+            .map_err(poisoned)?
+            .insert((run_id, turn_seq, call.index), call.clone());
+        Ok(())
+    }
+
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+        Ok(self
+            .calls
+            .lock()
+            .map_err(poisoned)?
+            .range((run_id, turn_seq, 0)..=(run_id, turn_seq, u32::MAX))
+            .map(|(_, call)| call.clone())
+            .collect())
     }
 }
 
@@ -366,7 +417,7 @@ mod sqlite {
 
     use rusqlite::{Connection, OptionalExtension, params};
 
-    use super::{Ledger, LedgerError, LedgerRecord};
+    use super::{Ledger, LedgerError, LedgerRecord, ToolCallRecord};
 
     /// Records in an embedded SQLite file (bundled SQLite: nothing to
     /// install). Each append is one transaction, committed before it returns
@@ -436,6 +487,13 @@ mod sqlite {
                      run_id INTEGER PRIMARY KEY,
                      seq INTEGER NOT NULL,
                      hash TEXT NOT NULL
+                 );
+                 CREATE TABLE IF NOT EXISTS tool_calls (
+                     run_id INTEGER NOT NULL,
+                     turn_seq INTEGER NOT NULL,
+                     idx INTEGER NOT NULL,
+                     call TEXT NOT NULL,
+                     PRIMARY KEY (run_id, turn_seq, idx)
                  );",
             )
             .map_err(storage)?;
@@ -526,6 +584,49 @@ mod sqlite {
             )
             .optional()
             .map_err(storage)
+        }
+
+        fn append_tool_call(
+            &self,
+            run_id: u64,
+            turn_seq: u32,
+            call: &ToolCallRecord,
+        ) -> Result<(), LedgerError> {
+            let json = serde_json::to_string(call).map_err(storage)?;
+            self.conn()?
+                .execute(
+                    "INSERT OR REPLACE INTO tool_calls (run_id, turn_seq, idx, call) VALUES (?1, ?2, ?3, ?4)",
+                    params![id(run_id), turn_seq, call.index, json],
+                )
+                .map_err(storage)?;
+            Ok(())
+        }
+
+        fn tool_calls(
+            &self,
+            run_id: u64,
+            turn_seq: u32,
+        ) -> Result<Vec<ToolCallRecord>, LedgerError> {
+            let conn = self.conn()?;
+            let mut stmt = conn
+                .prepare(
+                    "SELECT idx, call FROM tool_calls WHERE run_id = ?1 AND turn_seq = ?2 ORDER BY idx",
+                )
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map(params![id(run_id), turn_seq], |row| {
+                    Ok((row.get::<_, u32>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(storage)?;
+            let mut calls = Vec::new();
+            for row in rows {
+                let (idx, json) = row.map_err(storage)?;
+                let call: ToolCallRecord = serde_json::from_str(&json).map_err(|e| {
+                    LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
+                })?;
+                calls.push(call);
+            }
+            Ok(calls)
         }
     }
 }

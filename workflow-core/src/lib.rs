@@ -58,6 +58,7 @@ pub mod otel;
 #[cfg(feature = "policy")]
 pub mod policy;
 pub mod record;
+pub mod replay;
 pub mod runtime;
 pub mod schema;
 pub mod session;
@@ -84,8 +85,9 @@ pub use record::{
     AgentSummary, Endpoint, Escalation, Receipt, RecordError, RejectReason, RunSummary, Transcript,
     TransferRecord, TurnRecord,
 };
+pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
 pub use runtime::Runtime;
-pub use schema::{Drift, SchemaSet};
+pub use schema::{Drift, Publication, SchemaSet};
 pub use session::{Executor, Session, Step};
 pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
 
@@ -218,6 +220,8 @@ pub mod book {
     pub struct Runtime;
     #[doc = include_str!("../../book/src/schemas.md")]
     pub struct Schemas;
+    #[doc = include_str!("../../book/src/ledger.md")]
+    pub struct Ledger;
     #[doc = include_str!("../../book/src/enforcement.md")]
     pub struct Enforcement;
     #[cfg(feature = "otel")]

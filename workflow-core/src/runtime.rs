@@ -247,8 +247,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             run_id: self.transcript.run_id,
             scope,
             shared: self.shared.clone(),
+            turn_seq: self.transcript.len() as u32,
+            journal: self.ledger,
             agent: PhantomData,
         }
+    }
+
+    /// Serves `calls` (recorded before) instead of calling the tools again:
+    /// set before the run's next turn.
+    pub(crate) fn serve_recorded(&mut self, calls: crate::replay::RecordedCalls) {
+        self.shared = Arc::new(RunShared {
+            budget: self.limits.budget,
+            recorded: Some(calls),
+            ..RunShared::default()
+        });
     }
 
     /// Records the transfer of `payload` over edge `edge` to an agent, with

@@ -135,6 +135,10 @@ impl SchemaSet {
 
     /// Compares the set with the schemas published in `dir`: every schema
     /// that changed, is new, or was removed is reported.
+    #[expect(
+        clippy::result_large_err,
+        reason = "a drift report is built once per check, off any hot path; boxing it would only make it harder to match"
+    )]
     pub fn check(&self, dir: impl AsRef<Path>) -> Result<(), Drift> {
         let dir = dir.as_ref();
         let mut drift = Drift {
@@ -178,6 +182,106 @@ impl SchemaSet {
     }
 }
 
+/// Everything a workflow publishes for the programs around it: the JSON
+/// Schemas (`<Name>.schema.json`), the manifest (`manifest.json`), the
+/// tools as MCP definitions (`tools.json`) and the diagram
+/// (`workflow.mmd`). Exported to a folder kept under version control, and
+/// checked against it in CI (`workflow schema export` / `check`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Publication {
+    schemas: SchemaSet,
+    /// File name and content of each other document.
+    documents: Vec<(&'static str, String)>,
+}
+
+impl Publication {
+    /// The publication of workflow `W`.
+    pub fn of<W: Workflow>() -> Self {
+        let json = |value: Result<String, serde_json::Error>| match value {
+            Ok(text) => text + "\n",
+            // Plain data always serializes; never worth a panic.
+            Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
+        };
+        let manifest = crate::manifest::Manifest::of(W::GRAPH);
+        let tools = crate::tool::mcp_tools(W::GRAPH);
+        Publication {
+            schemas: SchemaSet::of::<W>(),
+            documents: vec![
+                (
+                    "manifest.json",
+                    json(serde_json::to_string_pretty(&manifest)),
+                ),
+                ("tools.json", json(serde_json::to_string_pretty(&tools))),
+                ("workflow.mmd", crate::manifest::mermaid(W::GRAPH)),
+            ],
+        }
+    }
+
+    /// The schemas.
+    pub fn schemas(&self) -> &SchemaSet {
+        &self.schemas
+    }
+
+    /// How many files the publication holds.
+    pub fn len(&self) -> usize {
+        self.schemas.len() + self.documents.len()
+    }
+
+    /// Whether it holds nothing (never, for a workflow).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes every file into `dir` (creating it) and returns the paths
+    /// written. Schemas no longer produced are left in place: `check` names
+    /// them, remove them by hand (or export into an empty folder).
+    pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
+        let dir = dir.as_ref();
+        let mut written = self.schemas.export(dir)?;
+        for (name, content) in &self.documents {
+            let path = dir.join(name);
+            fs::write(&path, content)?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// Compares the publication with the copy published in `dir`: every
+    /// schema or document that changed, is new, or was removed. JSON
+    /// documents are compared as JSON values, the diagram as text.
+    #[expect(
+        clippy::result_large_err,
+        reason = "a drift report is built once per check, off any hot path; boxing it would only make it harder to match"
+    )]
+    pub fn check(&self, dir: impl AsRef<Path>) -> Result<(), Drift> {
+        let dir = dir.as_ref();
+        let mut drift = match self.schemas.check(dir) {
+            Ok(()) => Drift::default(),
+            Err(drift) => drift,
+        };
+        for (name, content) in &self.documents {
+            match fs::read_to_string(dir.join(name)) {
+                Ok(published) => {
+                    let same = if name.ends_with(".json") {
+                        let value = |text: &str| serde_json::from_str::<Value>(text).ok();
+                        value(&published).is_some() && value(&published) == value(content)
+                    } else {
+                        published == *content
+                    };
+                    if !same {
+                        drift.changed_documents.push((*name).to_owned());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    drift.unpublished_documents.push((*name).to_owned())
+                }
+                Err(e) => drift.unreadable.push(((*name).to_owned(), e.to_string())),
+            }
+        }
+        if drift.is_empty() { Ok(()) } else { Err(drift) }
+    }
+}
+
 /// How the current schemas differ from a published copy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Drift {
@@ -191,6 +295,11 @@ pub struct Drift {
     pub unreadable: Vec<(String, String)>,
     /// Names shared by two different schemas of the current set.
     pub conflicts: Vec<String>,
+    /// Published documents of a [`Publication`] (`manifest.json`,
+    /// `tools.json`, `workflow.mmd`) that differ from the current ones.
+    pub changed_documents: Vec<String>,
+    /// Documents of a [`Publication`] that are not published.
+    pub unpublished_documents: Vec<String>,
 }
 
 impl Drift {
@@ -201,6 +310,8 @@ impl Drift {
             && self.removed.is_empty()
             && self.unreadable.is_empty()
             && self.conflicts.is_empty()
+            && self.changed_documents.is_empty()
+            && self.unpublished_documents.is_empty()
     }
 }
 
@@ -215,6 +326,12 @@ impl fmt::Display for Drift {
         }
         for n in &self.removed {
             writeln!(f, "  removed:     {}", file_name(n))?;
+        }
+        for n in &self.changed_documents {
+            writeln!(f, "  changed:     {n}")?;
+        }
+        for n in &self.unpublished_documents {
+            writeln!(f, "  unpublished: {n}")?;
         }
         for n in &self.conflicts {
             writeln!(f, "  conflict:    two different types are named `{n}`")?;

@@ -247,6 +247,11 @@ impl<W: Workflow> Executor<W> {
         self.max_hops
     }
 
+    /// The attached ledger.
+    pub(crate) fn ledger(&self) -> Option<&dyn crate::ledger::Ledger> {
+        self.ledger.as_deref()
+    }
+
     /// Starts a run to drive step by step.
     pub fn start(&self, input: W::Input) -> Session<'_, W> {
         let mut run = Runtime::new(&self.root, &self.deps, self.limits());
@@ -385,6 +390,14 @@ impl<W: Workflow> Executor<W> {
             records,
         )
         .map_err(fail)?;
+        // The calls the turn cut by a crash made: served, not made again.
+        let turn_seq = records.len() as u32;
+        let journaled = ledger
+            .tool_calls(run_id, turn_seq)
+            .map_err(|e| fail(e.to_string()))?;
+        if !journaled.is_empty() {
+            run.serve_recorded(crate::replay::RecordedCalls::resumed(turn_seq, journaled));
+        }
         let Some(last) = records.last() else {
             return Err(fail(format!("run {run_id} has no records")));
         };

@@ -210,6 +210,47 @@ pub struct ToolCallRecord {
     pub duration_us: u64,
 }
 
+/// What identifies a tool call among all runs: the run, the turn (the
+/// sequence number the record of its outcome takes) and the call's index in
+/// the turn. A turn that runs again after a crash makes its calls under the
+/// same ids, so a tool can hand its id to an API as an idempotency key
+/// ([`call_id`]). Displayed as `run-turn-index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallId {
+    /// The run.
+    pub run_id: u64,
+    /// The sequence number the record of the turn's outcome takes.
+    pub turn_seq: u32,
+    /// The call's position in its turn, from 0.
+    pub index: u32,
+}
+
+impl std::fmt::Display for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.run_id, self.turn_seq, self.index)
+    }
+}
+
+tokio::task_local! {
+    static CALL_ID: CallId;
+}
+
+/// The id of the tool call being made, inside a tool's body (`None`
+/// elsewhere, and in tasks the tool spawns).
+///
+/// A call whose outcome the ledger journaled is not made again when its run
+/// resumes; a process that dies after the tool acted and before its outcome
+/// was journaled makes the call again, under the same id. Pass the id to an
+/// API that deduplicates requests by key, and the call takes effect once.
+pub fn call_id() -> Option<CallId> {
+    CALL_ID.try_with(|id| *id).ok()
+}
+
+/// Runs `call` (a tool's body) with `id` as its [`call_id`].
+pub(crate) async fn with_call_id<F: std::future::Future>(id: CallId, call: F) -> F::Output {
+    CALL_ID.scope(id, call).await
+}
+
 /// The outcome of a recorded tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]

@@ -1,0 +1,198 @@
+//! The commands that need only the ledger: `runs`, `show`, `verify`,
+//! `export`, `diff`.
+
+use std::io::Write;
+use std::path::Path;
+
+use workflow_core::ledger::{Ledger, LedgerRecord, SqliteLedger};
+use workflow_core::tool::ToolOutcome;
+use workflow_core::{Endpoint, Receipt};
+
+use crate::{BadInput, Command, say};
+
+/// Opens the ledger file at `path`, which must exist (it is never created).
+pub(crate) fn open(path: &Path) -> Result<SqliteLedger, BadInput> {
+    if !path.is_file() {
+        return Err(BadInput(format!("no ledger file at {}", path.display())));
+    }
+    SqliteLedger::open(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))
+}
+
+/// The records of `run`, which must exist.
+pub(crate) fn records(ledger: &SqliteLedger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
+    let records = ledger.records(run).map_err(|e| BadInput(e.to_string()))?;
+    if records.is_empty() {
+        return Err(BadInput(format!(
+            "no run {run} in this ledger (`workflow runs` lists them)"
+        )));
+    }
+    Ok(records)
+}
+
+/// How a run ended, from its last record.
+fn status(records: &[LedgerRecord]) -> String {
+    match records.last() {
+        None => "empty".into(),
+        Some(r) => match (&r.receipt, &r.to) {
+            (Receipt::Rejected { reason }, _) => {
+                format!("rejected at {} -> {}: {reason}", r.from, r.to)
+            }
+            (Receipt::Escalated { reason }, _) => {
+                format!("suspended at {} -> {}: {reason}", r.from, r.to)
+            }
+            (Receipt::TurnFailed { error }, _) => format!("failed in {}: {error}", r.to),
+            (_, Endpoint::End) => "completed".into(),
+            _ => format!("stopped in {} (resumable)", r.to),
+        },
+    }
+}
+
+/// One record on one line.
+pub(crate) fn line(r: &LedgerRecord) -> String {
+    let receipt = match &r.receipt {
+        Receipt::Pending => "pending".to_owned(),
+        Receipt::Accepted => "accepted".to_owned(),
+        Receipt::Rejected { reason } => format!("REJECTED: {reason}"),
+        Receipt::Escalated { reason } => format!("ESCALATED: {reason}"),
+        Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
+        Receipt::Approved { by, edited } => {
+            format!("approved by {by}{}", if *edited { ", edited" } else { "" })
+        }
+    };
+    let calls = r.turn.as_ref().map_or(String::new(), |t| {
+        let calls: Vec<String> = t
+            .tool_calls
+            .iter()
+            .map(|c| match &c.outcome {
+                ToolOutcome::Ok { .. } => format!("{} ok", c.tool),
+                ToolOutcome::Failed { error } => format!("{} FAILED ({})", c.tool, error.kind),
+            })
+            .collect();
+        if calls.is_empty() {
+            String::new()
+        } else {
+            format!(" after tools: {}", calls.join(", "))
+        }
+    });
+    let payload = r.payload_json().unwrap_or_else(|e| format!("<{e}>"));
+    // The OpenTelemetry trace the transfer was recorded in, when it was.
+    let trace = match r.trace_id.as_str() {
+        "" => String::new(),
+        id => format!(" trace {id} span {}", r.span_id),
+    };
+    format!(
+        "#{} hop {} {} -> {} [{receipt}] {} {payload}{calls}{trace}",
+        r.seq, r.hop, r.from, r.to, r.payload_type
+    )
+}
+
+/// Progress every 100 runs of a long operation, on standard error.
+pub(crate) fn progress(err: &mut dyn Write, done: usize, total: usize, what: &str) {
+    if total > 100 && done.is_multiple_of(100) {
+        say(err, format_args!("{what} {done} of {total} runs"));
+    }
+}
+
+/// Runs a ledger command: `Ok(false)` when a run does not verify or two
+/// runs differ.
+pub(crate) fn run(
+    path: &Path,
+    command: Command,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<bool, BadInput> {
+    let ledger = open(path)?;
+    match command {
+        Command::Runs => {
+            let runs = ledger.runs().map_err(|e| BadInput(e.to_string()))?;
+            for run in runs {
+                let records = records(&ledger, run)?;
+                let workflow = records.first().map_or("?", |r| r.workflow.as_str());
+                say(
+                    out,
+                    format_args!(
+                        "{run}\t{workflow}\t{} records\t{}",
+                        records.len(),
+                        status(&records)
+                    ),
+                );
+            }
+            Ok(true)
+        }
+        Command::Show { run } => {
+            for r in records(&ledger, run)? {
+                say(out, line(&r));
+            }
+            Ok(true)
+        }
+        Command::Verify { runs } => {
+            let runs = if runs.is_empty() {
+                ledger.runs().map_err(|e| BadInput(e.to_string()))?
+            } else {
+                runs
+            };
+            let total = runs.len();
+            let mut good = true;
+            for (i, run) in runs.into_iter().enumerate() {
+                records(&ledger, run)?;
+                match ledger
+                    .verify_run(run)
+                    .map_err(|e| BadInput(e.to_string()))?
+                {
+                    Ok(()) => say(out, format_args!("run {run}: ok")),
+                    Err(tampering) => {
+                        good = false;
+                        say(out, format_args!("run {run}: {tampering}"));
+                    }
+                }
+                progress(err, i + 1, total, "verified");
+            }
+            Ok(good)
+        }
+        Command::Export { run } => {
+            for r in records(&ledger, run)? {
+                let json = serde_json::to_string(&r).map_err(|e| BadInput(e.to_string()))?;
+                say(out, json);
+            }
+            Ok(true)
+        }
+        Command::Diff { a, b } => {
+            let (ra, rb) = (records(&ledger, a)?, records(&ledger, b)?);
+            for (x, y) in ra.iter().zip(&rb) {
+                let same = x.from == y.from
+                    && x.to == y.to
+                    && x.payload_type == y.payload_type
+                    && x.payload_json().ok() == y.payload_json().ok()
+                    && x.receipt == y.receipt;
+                if !same {
+                    say(out, format_args!("runs differ at transition #{}:", x.seq));
+                    say(out, format_args!("  {a}: {}", line(x)));
+                    say(out, format_args!("  {b}: {}", line(y)));
+                    return Ok(false);
+                }
+            }
+            if ra.len() != rb.len() {
+                let (short, long, n) = if ra.len() < rb.len() {
+                    (a, b, ra.len())
+                } else {
+                    (b, a, rb.len())
+                };
+                say(
+                    out,
+                    format_args!(
+                        "runs agree for {n} transitions, then {short} ends and {long} goes on"
+                    ),
+                );
+                return Ok(false);
+            }
+            say(
+                out,
+                format_args!("runs {a} and {b} agree on all {} transitions", ra.len()),
+            );
+            Ok(true)
+        }
+        Command::Replay { .. } | Command::Schema { .. } => Err(BadInput(
+            "this command needs the workflow (a bug: please report it)".into(),
+        )),
+    }
+}

@@ -1,0 +1,297 @@
+//! The `workflow` command: read, verify, diff and replay the runs a ledger
+//! recorded; export and check a workflow's published schemas.
+//!
+//! The `workflow` binary of this crate knows no workflow: it lists, shows,
+//! verifies, exports and diffs the runs of any SQLite ledger. Replaying a
+//! run and exporting schemas need the workflow's own types, so a project
+//! builds its own small binary for them, with every command:
+//!
+//! ```no_run
+//! # use workflow_core::prelude::*;
+//! # #[workflow(entry = echo, output = String)]
+//! # pub mod deploy {
+//! #     use super::*;
+//! #     #[agent(to = [END])]
+//! #     async fn echo(s: String, _cx: echo::Context<'_>) -> Result<echo::Next, Reject> {
+//! #         Ok(echo::Next::End(s))
+//! #     }
+//! # }
+//! // src/bin/workflow-deploy.rs
+//! fn main() -> std::process::ExitCode {
+//!     // The executor the runs are replayed with: the root invariants the
+//!     // runs were recorded with; the dependencies are never called (every
+//!     // tool response comes from the record).
+//!     workflow_cli::main_for(|| deploy::Workflow::new((), ()))
+//! }
+//! ```
+//!
+//! Exit codes scripts can rely on: [`exit::OK`] (0) when everything asked
+//! for is fine, [`exit::DIFFERENT`] (1) when a run does not verify, two
+//! runs differ, a replay diverges or published schemas drifted,
+//! [`exit::BAD_INPUT`] (2) for bad input (a missing file, an unknown run, a
+//! file that is not a ledger, a command this binary cannot run), with a
+//! message on standard error. Progress on long operations goes to standard
+//! error too.
+
+#![warn(missing_docs)]
+
+use std::cell::OnceCell;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use workflow_core::ledger::LedgerRecord;
+use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
+
+mod ledger_commands;
+mod workflow_commands;
+
+/// The exit codes.
+pub mod exit {
+    /// Everything asked for is fine.
+    pub const OK: u8 = 0;
+    /// A run does not verify, two runs differ, a replay diverges, or the
+    /// published schemas drifted.
+    pub const DIFFERENT: u8 = 1;
+    /// Bad input: a missing or corrupt file, an unknown run, a command this
+    /// binary cannot run. The message is on standard error.
+    pub const BAD_INPUT: u8 = 2;
+}
+
+/// Read, verify, diff and replay the runs an SQLite ledger recorded;
+/// export and check published schemas.
+#[derive(Parser)]
+#[command(name = "workflow", version)]
+struct Cli {
+    /// The ledger file (an SQLite file written by `SqliteLedger`).
+    #[arg(long, short, global = true, default_value = "runs.db")]
+    ledger: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Lists the runs: id, workflow, records, how each ended.
+    Runs,
+    /// Shows the records of a run, one per line, payloads as JSON (with the
+    /// OpenTelemetry trace and span of each, when the run was traced).
+    Show {
+        /// The run id.
+        run: u64,
+    },
+    /// Verifies the hash chain of the given runs (all runs by default).
+    Verify {
+        /// The run ids.
+        runs: Vec<u64>,
+    },
+    /// Writes a run's records as JSON Lines, exactly as stored.
+    Export {
+        /// The run id.
+        run: u64,
+    },
+    /// Compares two runs transition by transition and names the first
+    /// difference (sender, receiver, payload or receipt).
+    Diff {
+        /// The first run.
+        a: u64,
+        /// The second run.
+        b: u64,
+    },
+    /// Replays runs with this binary's workflow, tool responses served from
+    /// the record, and names the first transition where each diverges (all
+    /// runs of the workflow by default). Needs a binary built with
+    /// `workflow_cli::main_for`.
+    Replay {
+        /// The run ids.
+        runs: Vec<u64>,
+        /// One JSON object per run instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exports or checks the published schemas, manifest, tool definitions
+    /// and diagram of this binary's workflow. Needs a binary built with
+    /// `workflow_cli::main_for`.
+    Schema {
+        #[command(subcommand)]
+        action: SchemaAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum SchemaAction {
+    /// Writes every file into DIR (creating it).
+    Export {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// Compares the current files with those published in DIR; exit code 1
+    /// names each that changed, is new or was removed.
+    Check {
+        /// The folder.
+        dir: PathBuf,
+    },
+}
+
+/// A failure the user must fix (exit code 2).
+pub(crate) struct BadInput(pub(crate) String);
+
+/// What the commands that need a workflow's own types use.
+pub(crate) trait KnownWorkflow {
+    /// The workflow's name, as its records carry it.
+    fn name(&self) -> &'static str;
+    /// Replays one run's records.
+    fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError>;
+    /// What the workflow publishes.
+    fn publication(&self) -> Publication;
+}
+
+/// Workflow `W`, its executor built at the first replay.
+struct Known<W: Workflow, F> {
+    make: F,
+    executor: OnceCell<Executor<W>>,
+    runtime: OnceCell<Result<tokio::runtime::Runtime, String>>,
+}
+
+impl<W: Workflow, F: Fn() -> Executor<W>> KnownWorkflow for Known<W, F> {
+    fn name(&self) -> &'static str {
+        W::GRAPH.name
+    }
+
+    fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError> {
+        let runtime = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        let runtime = runtime.as_ref().map_err(|error| ReplayError::Input {
+            run_id: records.first().map_or(0, |r| r.run_id),
+            error: format!("no async runtime: {error}"),
+        })?;
+        let executor = self.executor.get_or_init(&self.make);
+        runtime.block_on(executor.replay(records))
+    }
+
+    fn publication(&self) -> Publication {
+        Publication::of::<W>()
+    }
+}
+
+/// The `workflow` command without a workflow: `runs`, `show`, `verify`,
+/// `export`, `diff` on the process's arguments.
+pub fn main() -> ExitCode {
+    ExitCode::from(run(
+        std::env::args_os(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
+}
+
+/// The `workflow` command for workflow `W`, every command included:
+/// `replay` replays runs with the executor `executor` builds (at the first
+/// replay), `schema` exports and checks what `W` publishes. Call it from a
+/// small binary of your own (see the crate's documentation).
+pub fn main_for<W: Workflow>(executor: impl Fn() -> Executor<W>) -> ExitCode {
+    ExitCode::from(run_for(
+        std::env::args_os(),
+        executor,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
+}
+
+/// Runs the command line `args` (the program name first) without a
+/// workflow: results to `out`, progress and errors to `err`; the exit code.
+pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    dispatch(args, None, out, err)
+}
+
+/// Runs the command line `args` (the program name first) for workflow `W`
+/// (see [`main_for`]): results to `out`, progress and errors to `err`; the
+/// exit code.
+pub fn run_for<W, I, T>(
+    args: I,
+    executor: impl Fn() -> Executor<W>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8
+where
+    W: Workflow,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let known = Known {
+        make: executor,
+        executor: OnceCell::new(),
+        runtime: OnceCell::new(),
+    };
+    dispatch(args, Some(&known), out, err)
+}
+
+fn dispatch<I, T>(
+    args: I,
+    workflow: Option<&dyn KnownWorkflow>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // A usage error is bad input.
+            let _ = write!(err, "{}", e.render());
+            return exit::BAD_INPUT;
+        }
+        Err(e) => {
+            // `--help`, `--version`: not errors.
+            let _ = write!(out, "{}", e.render());
+            return exit::OK;
+        }
+    };
+    let outcome = match cli.command {
+        Command::Replay { runs, json } => needs(workflow, "replay")
+            .and_then(|w| workflow_commands::replay(&cli.ledger, w, &runs, json, out, err)),
+        Command::Schema { action } => needs(workflow, "schema").and_then(|w| match action {
+            SchemaAction::Export { dir } => workflow_commands::schema_export(w, &dir, out),
+            SchemaAction::Check { dir } => workflow_commands::schema_check(w, &dir, out),
+        }),
+        command => ledger_commands::run(&cli.ledger, command, out, err),
+    };
+    match outcome {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::DIFFERENT,
+        Err(BadInput(message)) => {
+            let _ = writeln!(err, "workflow: {message}");
+            exit::BAD_INPUT
+        }
+    }
+}
+
+/// The workflow a command needs, or why this binary cannot run it.
+fn needs<'w>(
+    workflow: Option<&'w dyn KnownWorkflow>,
+    command: &str,
+) -> Result<&'w dyn KnownWorkflow, BadInput> {
+    workflow.ok_or_else(|| {
+        BadInput(format!(
+            "`{command}` needs your workflow's types, which this generic binary does not have: \
+             build a binary that calls `workflow_cli::main_for` (see the book's ledger chapter)"
+        ))
+    })
+}
+
+/// Writes a line to `out`; output that cannot be written (a closed pipe)
+/// is not worth a panic.
+pub(crate) fn say(out: &mut dyn Write, line: impl std::fmt::Display) {
+    let _ = writeln!(out, "{line}");
+}
