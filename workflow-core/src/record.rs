@@ -415,6 +415,10 @@ pub struct TurnRecord {
     pub input_seq: u32,
     /// Every tool call, in the order they started.
     pub tool_calls: Vec<crate::tool::ToolCallRecord>,
+    /// Every model call, in the order they started (absent when none: the
+    /// records and hashes of turns without model calls are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<crate::model::ModelCallRecord>,
     /// Tokens and cost the turn charged.
     pub usage: crate::budget::Usage,
     /// The open questions the turn received and handed to the caller with
