@@ -41,9 +41,7 @@ use async_openai::types::chat::{
 };
 use tower::Layer;
 use workflow_core::Usage;
-use workflow_core::model::{
-    Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role,
-};
+use workflow_core::model::{Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role};
 
 /// The base URL when `OPENAI_BASE_URL` is not set.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -236,17 +234,18 @@ impl OpenAiModel {
                 ),
             })
             .collect();
-        let response_format = request
-            .response_format
-            .as_ref()
-            .map(|f| ResponseFormat::JsonSchema {
-                json_schema: ResponseFormatJsonSchema {
-                    description: None,
-                    name: f.name.clone(),
-                    schema: f.schema.clone(),
-                    strict: Some(f.strict),
-                },
-            });
+        let response_format =
+            request
+                .response_format
+                .as_ref()
+                .map(|f| ResponseFormat::JsonSchema {
+                    json_schema: ResponseFormatJsonSchema {
+                        description: None,
+                        name: f.name.clone(),
+                        schema: f.schema.clone(),
+                        strict: Some(f.strict),
+                    },
+                });
         CreateChatCompletionRequest {
             messages,
             model: request
@@ -285,9 +284,7 @@ fn reply(response: CreateChatCompletionResponse) -> Result<ModelReply, ModelErro
         Usage::tokens(u64::from(u.prompt_tokens), u64::from(u.completion_tokens))
     });
     let Some(choice) = response.choices.into_iter().next() else {
-        return Err(ModelError::transport(
-            "the chat completion has no choices",
-        ));
+        return Err(ModelError::transport("the chat completion has no choices"));
     };
     Ok(ModelReply {
         text: choice.message.content.unwrap_or_default(),
@@ -304,7 +301,9 @@ fn classify(error: OpenAIError) -> ModelError {
             ModelError::timeout(format!("no answer in time: {e}"))
         }
         OpenAIError::Reqwest(e) => ModelError::transport(describe(&e)),
-        OpenAIError::ApiError(e) => ModelError::status(e.status_code.as_u16(), e.api_error.to_string()),
+        OpenAIError::ApiError(e) => {
+            ModelError::status(e.status_code.as_u16(), e.api_error.to_string())
+        }
         OpenAIError::JSONDeserialize(e, body) => ModelError::transport(format!(
             "the answer is not a chat completion ({e}): {}",
             clip(&body)
