@@ -5,4 +5,5 @@
 pub mod deploy_workflow;
 pub mod hand_written;
 pub mod loop_bench;
+pub mod model_triage;
 pub mod writer_reviewer;
