@@ -404,8 +404,8 @@ impl Status {
     }
 }
 
-/// What happened during one agent turn besides its handoff: the tool calls
-/// and the usage charged. Kept only for turns that have any.
+/// What happened during one agent turn besides its handoff: the tool calls,
+/// the model calls and the usage charged. Kept only for turns that have any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRecord {
