@@ -103,10 +103,16 @@ fn seam(c: &mut Criterion) {
         b.iter(|| rt.block_on(valid.run("built".into())).expect("completes"))
     });
     group.bench_function("handoff generated, valid", |b| {
-        b.iter(|| rt.block_on(valid.run("generate".into())).expect("completes"))
+        b.iter(|| {
+            rt.block_on(valid.run("generate".into()))
+                .expect("completes")
+        })
     });
     group.bench_function("handoff generated, one repair", |b| {
-        b.iter(|| rt.block_on(repaired.run("generate".into())).expect("completes"))
+        b.iter(|| {
+            rt.block_on(repaired.run("generate".into()))
+                .expect("completes")
+        })
     });
     group.finish();
 }

@@ -867,17 +867,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         log.approval = None;
         drop(log);
         self.spent.add(&usage);
-        let record =
-            (!calls.is_empty() || !model_calls.is_empty() || !usage.is_zero()).then(|| {
-                TurnRecord {
-                    agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
-                    input_seq: self.turn_input as u32,
-                    tool_calls: calls,
-                    model_calls,
-                    usage,
-                    unresolved: Vec::new(),
-                }
-            });
+        let logged = !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero();
+        let record = logged.then(|| TurnRecord {
+            agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
+            input_seq: self.turn_input as u32,
+            tool_calls: calls,
+            model_calls,
+            usage,
+            unresolved: Vec::new(),
+        });
         (record, failure)
     }
 

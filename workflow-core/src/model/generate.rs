@@ -208,6 +208,17 @@ impl<'a, T: Payload> Generation<'a, T> {
             outcome,
             duration_us: started.elapsed().as_micros() as u64,
         };
+        #[cfg(feature = "tracing")]
+        {
+            // The span `into_future` instruments this call with.
+            let span = tracing::Span::current();
+            span.record("gen_ai.usage.input_tokens", record.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", record.usage.output_tokens);
+            span.record("workflow.model.attempts", record.attempts.len());
+            if let ModelOutcome::Failed { error } = &record.outcome {
+                span.record("error.type", error_type(error.kind));
+            }
+        }
         shared.lock().model_calls.push(record);
         result
     }
@@ -218,6 +229,28 @@ impl<'a, T: Payload> IntoFuture for Generation<'a, T> {
     type IntoFuture = Pin<Box<dyn Future<Output = Result<T, ModelError>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
+        #[cfg(feature = "tracing")]
+        {
+            let model = match (&self.prompt.model, &self.model) {
+                (Some(name), _) => name.clone(),
+                (None, Ok(Asked::Borrowed(m))) => m.name().to_owned(),
+                (None, Ok(Asked::Shared(m))) => m.name().to_owned(),
+                (None, Err(_)) => String::new(),
+            };
+            let span = tracing::info_span!(
+                "chat",
+                otel.name = %format_args!("chat {model}"),
+                gen_ai.operation.name = "chat",
+                gen_ai.request.model = %model,
+                gen_ai.output.type = "json",
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                workflow.model.attempts = tracing::field::Empty,
+                "error.type" = tracing::field::Empty,
+            );
+            Box::pin(tracing::Instrument::instrument(self.run(), span))
+        }
+        #[cfg(not(feature = "tracing"))]
         Box::pin(self.run())
     }
 }
@@ -289,6 +322,24 @@ fn exhausted(attempts: usize, last: ModelError) -> ModelError {
         ),
     )
     .with_errors(last.errors)
+}
+
+/// The `error.type` of a failed model call (a stable, low-cardinality name).
+#[cfg(feature = "tracing")]
+fn error_type(kind: ModelErrorKind) -> &'static str {
+    match kind {
+        ModelErrorKind::Transport => "transport",
+        ModelErrorKind::Status(_) => "status",
+        ModelErrorKind::Timeout => "timeout",
+        ModelErrorKind::Refusal => "refusal",
+        ModelErrorKind::MalformedJson => "malformed_json",
+        ModelErrorKind::SchemaMismatch => "schema_mismatch",
+        ModelErrorKind::ContractRule => "contract_rule",
+        ModelErrorKind::RetriesExhausted => "retries_exhausted",
+        ModelErrorKind::Budget => "budget_exhausted",
+        ModelErrorKind::NoReply => "no_reply",
+        ModelErrorKind::NoModel => "no_model",
+    }
 }
 
 /// A response format name as OpenAI accepts it: `[a-zA-Z0-9_-]{1,64}`.
