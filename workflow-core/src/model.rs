@@ -321,6 +321,9 @@ pub enum ModelErrorKind {
     NoReply,
     /// No model is attached to the run (`Executor::with_model`).
     NoModel,
+    /// The call was cut off before it ended: its turn timed out, or the
+    /// step running it was dropped (recorded, never returned).
+    Cancelled,
 }
 
 impl ModelErrorKind {
@@ -360,6 +363,7 @@ impl fmt::Display for ModelErrorKind {
             ModelErrorKind::Budget => f.write_str("budget exhausted"),
             ModelErrorKind::NoReply => f.write_str("no reply"),
             ModelErrorKind::NoModel => f.write_str("no model"),
+            ModelErrorKind::Cancelled => f.write_str("cancelled"),
         }
     }
 }

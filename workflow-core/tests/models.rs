@@ -5,12 +5,14 @@
 //! the model.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use workflow_core::model::{
-    ModelErrorKind, ModelOutcome, ModelReply, RecordedModel, Role, ScriptedModel,
+    Model, ModelErrorKind, ModelFuture, ModelOutcome, ModelReply, ModelRequest, RecordedModel,
+    Role, ScriptedModel,
 };
 use workflow_core::prelude::*;
 use workflow_core::{RunError, SchemaSet, Transcript, TurnRecord};
@@ -62,7 +64,7 @@ pub mod desk {
         pub severity: u8,
     }
 
-    #[agent(owns = [Triage], to = [fixer])]
+    #[agent(owns = [Triage], to = [fixer], timeout_ms = 300)]
     async fn triager(ticket: Ticket, cx: triager::Context<'_>) -> Result<triager::Next, Reject> {
         let prompt = Prompt::new(format!("Triage this ticket: {}", ticket.text))
             .system("You triage tickets into fix tasks.");
@@ -434,6 +436,56 @@ async fn a_recorded_run_replays_without_the_model() {
         "{}",
         diverged.error
     );
+}
+
+/// Replies once with a reply missing a contract part, then never again.
+#[derive(Default)]
+struct BadThenSilent(AtomicU32);
+
+impl Model for BadThenSilent {
+    fn name(&self) -> &str {
+        "silent"
+    }
+
+    fn complete<'a>(&'a self, _request: &'a ModelRequest) -> ModelFuture<'a> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            let reply = ModelReply::text(without("open")).with_usage(Usage::tokens(30, 10));
+            Box::pin(std::future::ready(Ok(reply)))
+        } else {
+            Box::pin(std::future::pending())
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_call_cut_off_by_the_turns_timeout_is_still_recorded_and_charged() {
+    let model = Arc::new(BadThenSilent::default());
+    let aborted = desk::Workflow::new((), ())
+        .with_model(model.clone())
+        .run(ticket("plain"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            aborted.error,
+            RunError::Timeout {
+                agent: "triager",
+                ..
+            }
+        ),
+        "{}",
+        aborted.error
+    );
+    assert_eq!(model.0.load(Ordering::SeqCst), 2, "the repair was asked");
+    let turn = triager_turn(&aborted.transcript);
+    assert_eq!(turn.usage, Usage::tokens(30, 10));
+    let call = &turn.model_calls[0];
+    assert_eq!(call.attempts.len(), 1, "the attempt that came back");
+    assert_eq!(call.usage, Usage::tokens(30, 10));
+    match &call.outcome {
+        ModelOutcome::Failed { error } => assert_eq!(error.kind, ModelErrorKind::Cancelled),
+        other => panic!("expected a cancelled call, got {other:?}"),
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `cx.generate::<T>(prompt)`: one model call held to `T`'s schema, with
 //! repairs, budget charges and its record.
 
+use std::borrow::Cow;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -120,7 +121,6 @@ impl<'a, T: Payload> Generation<'a, T> {
             Ok(Asked::Shared(m)) => &**m,
             Err(e) => return Err(e.clone()),
         };
-        let started = std::time::Instant::now();
         let index = {
             let mut log = shared.lock();
             log.next_model_call += 1;
@@ -138,25 +138,39 @@ impl<'a, T: Payload> Generation<'a, T> {
                 strict,
             }),
         };
-        let first_digest = request.digest();
-        let mut attempts: Vec<ModelAttempt> = Vec::new();
-        let mut usage = Usage::default();
-        let result = loop {
+        let mut call = InFlight {
+            shared: &shared,
+            record: Some(ModelCallRecord {
+                index,
+                model: Cow::Owned(prompt.model.unwrap_or_else(|| model.name().to_owned())),
+                schema: Some(name.clone()),
+                request_digest: request.digest(),
+                attempts: Vec::new(),
+                usage: Usage::default(),
+                outcome: ModelOutcome::Ok {
+                    digest: String::new(),
+                },
+                duration_us: 0,
+            }),
+            started: std::time::Instant::now(),
+            #[cfg(feature = "tracing")]
+            span: tracing::Span::current(),
+        };
+        loop {
             let request_digest = request.digest();
             let reply = match model.complete(&request).await {
                 Ok(reply) => reply,
                 Err(error) => {
-                    attempts.push(ModelAttempt {
+                    call.attempt(ModelAttempt {
                         request_digest,
                         reply: None,
                         refusal: None,
                         usage: Usage::default(),
                         error: Some(error.clone()),
                     });
-                    break Err(error);
+                    return call.failed(error);
                 }
             };
-            usage.add(&reply.usage);
             let over_budget = shared.charge(reply.usage).err();
             let verdict = match &reply.refusal {
                 Some(why) => Err(ModelError::new(
@@ -165,7 +179,7 @@ impl<'a, T: Payload> Generation<'a, T> {
                 )),
                 None => accept::<T>(&reply.text, &schema, &name, &rules),
             };
-            attempts.push(ModelAttempt {
+            let attempts = call.attempt(ModelAttempt {
                 request_digest,
                 reply: Some(reply.text.clone()),
                 refusal: reply.refusal.clone(),
@@ -173,14 +187,14 @@ impl<'a, T: Payload> Generation<'a, T> {
                 error: verdict.as_ref().err().cloned(),
             });
             match verdict {
-                Ok(value) => break Ok((value, reply.text)),
-                Err(error) if !error.kind.is_repairable() => break Err(error),
+                Ok(value) => return call.accepted(value, &reply.text),
+                Err(error) if !error.kind.is_repairable() => return call.failed(error),
                 Err(error) => {
                     if let Some(spent) = over_budget {
-                        break Err(ModelError::budget(&spent).with_errors(error.errors));
+                        return call.failed(ModelError::budget(&spent).with_errors(error.errors));
                     }
-                    if attempts.len() as u64 > u64::from(repairs) {
-                        break Err(exhausted(attempts.len(), error));
+                    if attempts as u64 > u64::from(repairs) {
+                        return call.failed(exhausted(attempts, error));
                     }
                     request.messages.push(Message::assistant(reply.text));
                     request
@@ -188,30 +202,60 @@ impl<'a, T: Payload> Generation<'a, T> {
                         .push(Message::user(feedback(&name, &error)));
                 }
             }
+        }
+    }
+}
+
+/// The record of a model call under way: written to the turn log when the
+/// call ends, or when it is cut off (its turn timed out, its step was
+/// dropped), so that every attempt that was made and charged is recorded.
+struct InFlight<'s> {
+    shared: &'s RunShared,
+    /// `None` once written.
+    record: Option<ModelCallRecord>,
+    started: std::time::Instant,
+    /// The call's `chat` span (current while `run` runs; kept, because a
+    /// drop may happen outside it).
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+}
+
+impl InFlight<'_> {
+    /// Adds an attempt and its usage; returns how many there are.
+    fn attempt(&mut self, attempt: ModelAttempt) -> usize {
+        match &mut self.record {
+            Some(record) => {
+                record.usage.add(&attempt.usage);
+                record.attempts.push(attempt);
+                record.attempts.len()
+            }
+            None => 0,
+        }
+    }
+
+    fn accepted<T>(mut self, value: T, text: &str) -> Result<T, ModelError> {
+        self.write(ModelOutcome::Ok {
+            digest: crate::tool::digest(text),
+        });
+        Ok(value)
+    }
+
+    fn failed<T>(mut self, error: ModelError) -> Result<T, ModelError> {
+        self.write(ModelOutcome::Failed {
+            error: error.clone(),
+        });
+        Err(error)
+    }
+
+    fn write(&mut self, outcome: ModelOutcome) {
+        let Some(mut record) = self.record.take() else {
+            return;
         };
-        let (result, outcome) = match result {
-            Ok((value, text)) => (
-                Ok(value),
-                ModelOutcome::Ok {
-                    digest: crate::tool::digest(&text),
-                },
-            ),
-            Err(error) => (Err(error.clone()), ModelOutcome::Failed { error }),
-        };
-        let record = ModelCallRecord {
-            index,
-            model: std::borrow::Cow::Owned(prompt.model.unwrap_or_else(|| model.name().to_owned())),
-            schema: Some(name),
-            request_digest: first_digest,
-            attempts,
-            usage,
-            outcome,
-            duration_us: started.elapsed().as_micros() as u64,
-        };
+        record.outcome = outcome;
+        record.duration_us = self.started.elapsed().as_micros() as u64;
         #[cfg(feature = "tracing")]
         {
-            // The span `into_future` instruments this call with.
-            let span = tracing::Span::current();
+            let span = &self.span;
             span.record("gen_ai.usage.input_tokens", record.usage.input_tokens);
             span.record("gen_ai.usage.output_tokens", record.usage.output_tokens);
             span.record("workflow.model.attempts", record.attempts.len());
@@ -219,8 +263,20 @@ impl<'a, T: Payload> Generation<'a, T> {
                 span.record("error.type", error_type(error.kind));
             }
         }
-        shared.lock().model_calls.push(record);
-        result
+        self.shared.lock().model_calls.push(record);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.record.is_some() {
+            self.write(ModelOutcome::Failed {
+                error: ModelError::new(
+                    ModelErrorKind::Cancelled,
+                    "the call was cut off before it ended (its turn timed out or was dropped)",
+                ),
+            });
+        }
     }
 }
 
@@ -339,6 +395,7 @@ fn error_type(kind: ModelErrorKind) -> &'static str {
         ModelErrorKind::Budget => "budget_exhausted",
         ModelErrorKind::NoReply => "no_reply",
         ModelErrorKind::NoModel => "no_model",
+        ModelErrorKind::Cancelled => "cancelled",
     }
 }
 

@@ -49,6 +49,7 @@ fn only_bad_replies_are_repaired() {
         Budget,
         NoReply,
         NoModel,
+        Cancelled,
     ]
     .into_iter()
     .filter(|k| k.is_repairable())
