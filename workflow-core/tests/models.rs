@@ -352,7 +352,10 @@ async fn a_budget_used_up_stops_the_repairs_and_the_run() {
         .unwrap_err();
     assert_eq!(model.requests().len(), 1, "no repair past the budget");
     match &aborted.error {
-        // The agent's error is the budget's; the run says which budget.
+        // The agent's `?` on the budget error ends the turn: the run stops
+        // with the agent's error naming the budget, or (once an overspent
+        // turn stops the run whatever its body returned) with the budget's
+        // own error. Either way nothing crossed and no repair was asked.
         RunError::AgentFailed { error, .. } => {
             assert!(error.reason().contains("budget exhausted"), "{error}")
         }

@@ -147,6 +147,7 @@ impl<'a, T: Payload> Generation<'a, T> {
                 request_digest: request.digest(),
                 attempts: Vec::new(),
                 usage: Usage::default(),
+                // Both set when the call ends (`InFlight::write`).
                 outcome: ModelOutcome::Ok {
                     digest: String::new(),
                 },
