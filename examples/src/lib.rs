@@ -5,5 +5,6 @@
 pub mod deploy_workflow;
 pub mod hand_written;
 pub mod loop_bench;
+pub mod model_triage;
 pub mod payment;
 pub mod writer_reviewer;

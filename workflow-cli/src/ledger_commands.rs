@@ -68,11 +68,31 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
                 ToolOutcome::Failed { error } => format!("{} FAILED ({})", c.tool, error.kind),
             })
             .collect();
-        if calls.is_empty() {
-            String::new()
-        } else {
-            format!(" after tools: {}", calls.join(", "))
+        let models: Vec<String> = t
+            .model_calls
+            .iter()
+            .map(|c| {
+                let outcome = match &c.outcome {
+                    workflow_core::model::ModelOutcome::Ok { .. } => "ok".to_owned(),
+                    workflow_core::model::ModelOutcome::Failed { error } => {
+                        format!("FAILED ({})", error.kind)
+                    }
+                };
+                let tries = match c.attempts.len() {
+                    1 => String::new(),
+                    n => format!(" in {n} attempts"),
+                };
+                format!("{} {outcome}{tries}", c.model)
+            })
+            .collect();
+        let mut after = String::new();
+        if !calls.is_empty() {
+            after.push_str(&format!(" after tools: {}", calls.join(", ")));
         }
+        if !models.is_empty() {
+            after.push_str(&format!(" after models: {}", models.join(", ")));
+        }
+        after
     });
     let payload = r.payload_json().unwrap_or_else(|e| format!("<{e}>"));
     // The OpenTelemetry trace the transfer was recorded in, when it was.

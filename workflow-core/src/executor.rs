@@ -212,6 +212,8 @@ pub struct Context<'x, W: Workflow, A> {
 #[derive(Default)]
 pub(crate) struct RunShared {
     pub(crate) budget: Option<crate::budget::Budget>,
+    /// The model `cx.generate` asks (`Executor::with_model`).
+    pub(crate) model: Option<Arc<dyn crate::model::Model>>,
     /// Set once anything is logged, so that a turn without tool calls or
     /// charges costs one atomic load.
     pub(crate) dirty: std::sync::atomic::AtomicBool,
@@ -236,6 +238,8 @@ pub(crate) struct TurnLog {
     pub(crate) returned: Option<Returned>,
     /// The person who approved this turn's input at an escalation.
     pub(crate) approval: Option<Approval>,
+    pub(crate) next_model_call: u32,
+    pub(crate) model_calls: Vec<crate::model::ModelCallRecord>,
 }
 
 impl RunShared {
@@ -247,6 +251,23 @@ impl RunShared {
 
     pub(crate) fn mark(&self) {
         self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Charges `usage` to the current turn; past a budget it is an error.
+    pub(crate) fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
+        let mut log = self.lock();
+        log.usage.add(&usage);
+        self.mark();
+        let mut spent = log.spent_before;
+        spent.add(&log.usage);
+        match self.budget.and_then(|b| b.over(&spent, false)) {
+            Some((budget, limit, spent)) => Err(BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -323,19 +344,31 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// [`RunError::BudgetExhausted`] at the end of the turn whatever the
     /// agent does with the error.
     pub fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
-        let mut log = self.shared.lock();
-        log.usage.add(&usage);
-        self.shared.mark();
-        let mut spent = log.spent_before;
-        spent.add(&log.usage);
-        match self.shared.budget.and_then(|b| b.over(&spent, false)) {
-            Some((budget, limit, spent)) => Err(BudgetExhausted {
-                budget,
-                limit,
-                spent,
-            }),
-            None => Ok(()),
-        }
+        self.shared.charge(usage)
+    }
+
+    /// Asks the run's model (`Executor::with_model`) for a `T`: the prompt
+    /// goes out with `T`'s JSON Schema as the response format, and the
+    /// reply comes back only as a `T` that matches it (see
+    /// [`Generation`](crate::model::Generation): repairs, rules, budget).
+    /// Every attempt's tokens are charged to the run's budget, and the call
+    /// is recorded with the turn. With `?` a failure ends the turn.
+    pub fn generate<T: Payload>(
+        &self,
+        prompt: impl Into<crate::model::Prompt>,
+    ) -> crate::model::Generation<'static, T> {
+        let model = self.shared.model.clone();
+        crate::model::Generation::shared(self.shared.clone(), model, prompt.into())
+    }
+
+    /// Like [`generate`](Self::generate), asking `model` instead of the
+    /// run's model.
+    pub fn generate_with<'m, T: Payload>(
+        &self,
+        model: &'m dyn crate::model::Model,
+        prompt: impl Into<crate::model::Prompt>,
+    ) -> crate::model::Generation<'m, T> {
+        crate::model::Generation::borrowed(self.shared.clone(), model, prompt.into())
     }
 
     /// What the run has spent so far, this turn included.

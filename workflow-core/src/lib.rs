@@ -51,6 +51,7 @@ pub mod ledger;
 pub mod manifest;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod model;
 #[cfg(feature = "otel")]
 pub mod otel;
 /// Rego policies (with regorus) that every transition must pass: `Policy`,
@@ -81,6 +82,7 @@ pub use executor::{
 pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, OnReject, ToolInfo};
 pub use invariant::{Gate, Invariants, TransferView};
 pub use manifest::Manifest;
+pub use model::{Model, ModelError, ModelErrorKind, Prompt};
 pub use record::{
     AgentSummary, Endpoint, Escalation, Receipt, RecordError, RejectReason, RunSummary, Transcript,
     TransferRecord, TurnRecord,
@@ -103,6 +105,7 @@ pub mod prelude {
     pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
     pub use crate::escalation::{Decision, Suspension};
     pub use crate::invariant::TransferView;
+    pub use crate::model::{Model, ModelError, Prompt};
     pub use crate::record::{Receipt, RejectReason};
     pub use crate::session::{Executor, Step};
     pub use crate::tool::{FailFast, Unusable};
@@ -224,6 +227,8 @@ pub mod book {
     pub struct Ledger;
     #[doc = include_str!("../../book/src/enforcement.md")]
     pub struct Enforcement;
+    #[doc = include_str!("../../book/src/models.md")]
+    pub struct Models;
     #[cfg(feature = "otel")]
     #[doc = include_str!("../../book/src/observability.md")]
     pub struct Observability;

@@ -404,8 +404,8 @@ impl Status {
     }
 }
 
-/// What happened during one agent turn besides its handoff: the tool calls
-/// and the usage charged. Kept only for turns that have any.
+/// What happened during one agent turn besides its handoff: the tool calls,
+/// the model calls and the usage charged. Kept only for turns that have any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRecord {
@@ -415,6 +415,10 @@ pub struct TurnRecord {
     pub input_seq: u32,
     /// Every tool call, in the order they started.
     pub tool_calls: Vec<crate::tool::ToolCallRecord>,
+    /// Every model call, in the order they started (absent when none: the
+    /// records and hashes of turns without model calls are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<crate::model::ModelCallRecord>,
     /// Tokens and cost the turn charged.
     pub usage: crate::budget::Usage,
     /// The open questions the turn received and handed to the caller with

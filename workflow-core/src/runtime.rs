@@ -29,6 +29,7 @@ pub(crate) struct Limits<'x> {
     pub(crate) deadline_ms: Option<u64>,
     pub(crate) gate: Option<&'x dyn Gate>,
     pub(crate) tokens: &'x dyn TokenCounter,
+    pub(crate) model: Option<&'x Arc<dyn crate::model::Model>>,
 }
 
 /// The state of one run as the executor keeps it.
@@ -117,6 +118,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             limits,
             shared: Arc::new(RunShared {
                 budget: limits.budget,
+                model: limits.model.cloned(),
                 ..RunShared::default()
             }),
             spent: Usage::default(),
@@ -317,6 +319,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         agent: Cow::Borrowed(sender),
                         input_seq: self.turn_input as u32,
                         tool_calls: Vec::new(),
+                        model_calls: Vec::new(),
                         usage: Usage::default(),
                         unresolved,
                     },
@@ -887,6 +890,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let mut log = self.shared.lock();
         let mut calls = std::mem::take(&mut log.calls);
         calls.sort_by_key(|c| c.index);
+        let mut model_calls = std::mem::take(&mut log.model_calls);
+        model_calls.sort_by_key(|c| c.index);
         let usage = log.usage;
         let failure = log.failure.take();
         log.usage = Usage::default();
@@ -894,10 +899,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         log.approval = None;
         drop(log);
         self.spent.add(&usage);
-        let record = (!calls.is_empty() || !usage.is_zero()).then(|| TurnRecord {
+        let logged = !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero();
+        let record = logged.then(|| TurnRecord {
             agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
             input_seq: self.turn_input as u32,
             tool_calls: calls,
+            model_calls,
             usage,
             unresolved: Vec::new(),
         });

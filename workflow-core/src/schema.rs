@@ -19,6 +19,16 @@ pub fn file_name(schema: &str) -> String {
     format!("{schema}.schema.json")
 }
 
+/// The root JSON Schema (draft 2020-12) of `T`: the schema a [`SchemaSet`]
+/// publishes for it, and the response format a model is asked to follow
+/// ([`crate::model`]).
+pub fn root_schema<T: JsonSchema + ?Sized>() -> Value {
+    SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
 /// A set of named root schemas, ordered by name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaSet {
@@ -52,11 +62,8 @@ impl SchemaSet {
 
     /// Adds the root schema of `T` under its schema name.
     pub fn add<T: JsonSchema + ?Sized>(&mut self) -> &mut Self {
-        let schema = SchemaSettings::draft2020_12()
-            .into_generator()
-            .into_root_schema_for::<T>();
         let name = T::schema_name().into_owned();
-        let value = schema.to_value();
+        let value = root_schema::<T>();
         match self.schemas.get(&name) {
             Some(existing) if *existing != value => {
                 if !self.conflicts.contains(&name) {

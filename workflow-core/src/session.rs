@@ -156,6 +156,7 @@ pub struct Executor<W: Workflow> {
     deadline: Option<std::time::Duration>,
     gate: Option<std::sync::Arc<dyn Gate>>,
     tokens: std::sync::Arc<dyn TokenCounter>,
+    model: Option<std::sync::Arc<dyn crate::model::Model>>,
 }
 
 impl<W: Workflow> Executor<W> {
@@ -171,7 +172,17 @@ impl<W: Workflow> Executor<W> {
             deadline: None,
             gate: None,
             tokens: std::sync::Arc::new(ApproxTokens),
+            model: None,
         }
+    }
+
+    /// Gives every run `model`: the one agents ask with
+    /// [`Context::generate`](crate::Context::generate) (an HTTP backend, a
+    /// [`ScriptedModel`](crate::model::ScriptedModel) in tests, a
+    /// [`RecordedModel`](crate::model::RecordedModel) to replay a run).
+    pub fn with_model(mut self, model: std::sync::Arc<dyn crate::model::Model>) -> Self {
+        self.model = Some(model);
+        self
     }
 
     /// Limits every run: tokens, cost, tool calls. Agents charge with
@@ -214,6 +225,7 @@ impl<W: Workflow> Executor<W> {
             deadline_ms: self.deadline.map(|d| d.as_millis() as u64),
             gate: self.gate.as_deref(),
             tokens: &*self.tokens,
+            model: self.model.as_ref(),
         }
     }
 

@@ -210,3 +210,64 @@ fn a_rejection_shows_on_the_event_and_the_workflow_span() {
         Some("rejected")
     );
 }
+
+#[workflow(entry = asker, output = Out)]
+pub mod asking {
+    use super::*;
+
+    #[agent(to = [END])]
+    async fn asker(n: u32, cx: asker::Context<'_>) -> Result<asker::Next, Reject> {
+        let out: Out = cx.generate(format!("double {n}")).await?;
+        Ok(asker::Next::End(out))
+    }
+}
+
+/// The spans of a run of `asking` whose model gives `replies`.
+fn traced_model(replies: &[&str]) -> Vec<SpanSeen> {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    let model = replies.iter().fold(
+        workflow_core::model::ScriptedModel::named("small"),
+        |m, r| {
+            m.reply_with(
+                workflow_core::model::ModelReply::text(*r).with_usage(Usage::tokens(10, 2)),
+            )
+        },
+    );
+    tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let _ = rt.block_on(
+            asking::Workflow::new((), ())
+                .with_model(Arc::new(model))
+                .run(3),
+        );
+    });
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    seen.spans.into_values().collect()
+}
+
+#[test]
+fn a_model_call_is_a_chat_span_in_the_agents_turn() {
+    let spans = traced_model(&["\"six\"", "6"]);
+    let chats: Vec<_> = spans.iter().filter(|s| s.name == "chat").collect();
+    assert_eq!(chats.len(), 1, "one span per call, repairs included");
+    let chat = &chats[0].fields;
+    assert_eq!(chats[0].parent.as_deref(), Some("invoke_agent"));
+    assert_eq!(chat["otel.name"], "chat small");
+    assert_eq!(chat["gen_ai.operation.name"], "chat");
+    assert_eq!(chat["gen_ai.request.model"], "small");
+    assert_eq!(chat["gen_ai.usage.input_tokens"], "20");
+    assert_eq!(chat["gen_ai.usage.output_tokens"], "4");
+    assert_eq!(chat["workflow.model.attempts"], "2");
+    assert!(!chat.contains_key("error.type"));
+
+    let spans = traced_model(&["\"six\"", "\"six\"", "\"six\""]);
+    let chat = &spans
+        .iter()
+        .find(|s| s.name == "chat")
+        .expect("a chat span")
+        .fields;
+    assert_eq!(chat["error.type"], "retries_exhausted");
+}

@@ -1,0 +1,334 @@
+//! An OpenAI-compatible chat completions backend for
+//! [`workflow_core::model`]: OpenAI itself, or any server speaking the same
+//! API (Ollama, llama.cpp's `llama-server`, vLLM, LM Studio).
+//!
+//! A request's response format goes out as `response_format: {"type":
+//! "json_schema", ...}` with the payload's schema unchanged; the reply's
+//! text, refusal and token usage come back as a
+//! [`ModelReply`](workflow_core::model::ModelReply). Checking the reply is
+//! not this crate's job: `cx.generate` does it for every backend alike.
+//!
+//! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with
+//! only its chat completions API compiled in. Plain `http://` servers work
+//! with the default features; enable `rustls` for `https://` URLs.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use workflow_openai::{OpenAiConfig, OpenAiModel};
+//!
+//! // OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b
+//! let model = OpenAiModel::new(OpenAiConfig::from_env())?;
+//! // let workflow = my_workflow::Workflow::new(root, deps).with_model(Arc::new(model));
+//! # let _ = Arc::new(model);
+//! # Ok::<(), workflow_openai::ConfigError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::ReqwestService;
+use async_openai::middleware::retry::OpenAIRetryLayer;
+use async_openai::types::chat::{
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
+    CreateChatCompletionRequest, CreateChatCompletionResponse, ResponseFormat,
+    ResponseFormatJsonSchema,
+};
+use tower::Layer;
+use workflow_core::Usage;
+use workflow_core::model::{Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role};
+
+/// The base URL when `OPENAI_BASE_URL` is not set.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model when `OPENAI_MODEL` is not set.
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+/// How long one HTTP request may take unless configured otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Transport retries (of connection failures, 429 and 5xx) unless
+/// configured otherwise.
+pub const DEFAULT_TRANSPORT_RETRIES: u32 = 2;
+
+/// Where and how to reach an OpenAI-compatible server.
+#[derive(Clone, PartialEq)]
+pub struct OpenAiConfig {
+    /// The API's base URL, up to and including `/v1`.
+    pub base_url: String,
+    /// The bearer token (`None`: no `Authorization` worth the name; local
+    /// servers do not ask for one).
+    pub api_key: Option<String>,
+    /// The model asked when a request names none.
+    pub model: String,
+    /// How long one HTTP request may take, connection to last byte.
+    pub timeout: Duration,
+    /// Retries of a connection failure, a 429 or a 5xx, with exponential
+    /// backoff from 100 ms (the client's policy). A timeout is not retried.
+    pub transport_retries: u32,
+    /// The most tokens a reply may use (`max_completion_tokens`).
+    pub max_completion_tokens: Option<u32>,
+    /// The sampling temperature.
+    pub temperature: Option<f32>,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("transport_retries", &self.transport_retries)
+            .field("max_completion_tokens", &self.max_completion_tokens)
+            .field("temperature", &self.temperature)
+            .finish()
+    }
+}
+
+impl OpenAiConfig {
+    /// A server at `base_url` (`http://localhost:11434/v1` for Ollama,
+    /// `http://localhost:8080/v1` for llama.cpp) asked for `model`, with
+    /// the default timeout and retries and no API key.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            timeout: DEFAULT_TIMEOUT,
+            transport_retries: DEFAULT_TRANSPORT_RETRIES,
+            max_completion_tokens: None,
+            temperature: None,
+        }
+    }
+
+    /// The configuration the environment gives: `OPENAI_BASE_URL` (default
+    /// [`OPENAI_BASE_URL`]), `OPENAI_API_KEY`, `OPENAI_MODEL` (default
+    /// [`DEFAULT_MODEL`]), `OPENAI_TIMEOUT_SECS` (default 60).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mut config = OpenAiConfig::new(
+            var("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.to_owned()),
+            var("OPENAI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+        );
+        config.api_key = var("OPENAI_API_KEY");
+        if let Some(secs) = var("OPENAI_TIMEOUT_SECS").and_then(|s| s.trim().parse().ok()) {
+            config.timeout = Duration::from_secs(secs);
+        }
+        config
+    }
+
+    /// The same configuration with an API key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The same configuration with another timeout per HTTP request.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same configuration with `n` transport retries.
+    pub fn transport_retries(mut self, n: u32) -> Self {
+        self.transport_retries = n;
+        self
+    }
+
+    /// The same configuration limiting each reply to `n` tokens.
+    pub fn max_completion_tokens(mut self, n: u32) -> Self {
+        self.max_completion_tokens = Some(n);
+        self
+    }
+
+    /// The same configuration with a sampling temperature.
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+}
+
+/// A configuration the backend cannot be built from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The base URL is neither `http://` nor `https://`.
+    #[error("base URL `{0}` must start with `http://` or `https://`")]
+    Scheme(String),
+    /// An `https://` URL in a build without TLS.
+    #[error(
+        "base URL `{0}` needs TLS: enable the `rustls` feature of `workflow-openai`, or use a plain `http://` server"
+    )]
+    NoTls(String),
+    /// The HTTP client could not be built.
+    #[error("the HTTP client cannot be built: {0}")]
+    Client(String),
+}
+
+/// A [`Model`] served by an OpenAI-compatible chat completions API.
+pub struct OpenAiModel {
+    client: Client<OpenAIConfig>,
+    config: OpenAiConfig,
+}
+
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiModel {
+    /// A backend for `config`.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+        let url = config.base_url.trim_end_matches('/').to_owned();
+        let lower = url.to_ascii_lowercase();
+        if lower.starts_with("https://") {
+            if !cfg!(feature = "rustls") {
+                return Err(ConfigError::NoTls(url));
+            }
+        } else if !lower.starts_with("http://") {
+            return Err(ConfigError::Scheme(url));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| ConfigError::Client(e.to_string()))?;
+        let service = OpenAIRetryLayer::new(config.transport_retries as usize)
+            .layer(ReqwestService::new(http));
+        let mut api = OpenAIConfig::new().with_api_base(url);
+        // Never the environment's key for a configuration that has none.
+        api = api.with_api_key(config.api_key.clone().unwrap_or_default());
+        let client = Client::with_config(api).with_http_service(service);
+        Ok(OpenAiModel { client, config })
+    }
+
+    /// A backend configured from the environment ([`OpenAiConfig::from_env`]).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        OpenAiModel::new(OpenAiConfig::from_env())
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The chat completions request for `request`.
+    fn chat_request(&self, request: &ModelRequest) -> CreateChatCompletionRequest {
+        let messages = request
+            .messages
+            .iter()
+            .map(|m| match m.role {
+                Role::System => ChatCompletionRequestMessage::System(
+                    ChatCompletionRequestSystemMessage::from(m.content.as_str()),
+                ),
+                Role::User => ChatCompletionRequestMessage::User(
+                    ChatCompletionRequestUserMessage::from(m.content.as_str()),
+                ),
+                Role::Assistant => ChatCompletionRequestMessage::Assistant(
+                    ChatCompletionRequestAssistantMessage::from(m.content.as_str()),
+                ),
+            })
+            .collect();
+        let response_format =
+            request
+                .response_format
+                .as_ref()
+                .map(|f| ResponseFormat::JsonSchema {
+                    json_schema: ResponseFormatJsonSchema {
+                        description: None,
+                        name: f.name.clone(),
+                        schema: f.schema.clone(),
+                        strict: Some(f.strict),
+                    },
+                });
+        CreateChatCompletionRequest {
+            messages,
+            model: request
+                .model
+                .clone()
+                .unwrap_or_else(|| self.config.model.clone()),
+            response_format,
+            max_completion_tokens: self.config.max_completion_tokens,
+            temperature: self.config.temperature,
+            ..CreateChatCompletionRequest::default()
+        }
+    }
+}
+
+impl Model for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let response = self
+                .client
+                .chat()
+                .create(self.chat_request(request))
+                .await
+                .map_err(classify)?;
+            reply(response)
+        })
+    }
+}
+
+/// The reply in a chat completion: its first choice.
+fn reply(response: CreateChatCompletionResponse) -> Result<ModelReply, ModelError> {
+    let usage = response.usage.as_ref().map_or(Usage::default(), |u| {
+        Usage::tokens(u64::from(u.prompt_tokens), u64::from(u.completion_tokens))
+    });
+    let Some(choice) = response.choices.into_iter().next() else {
+        return Err(ModelError::transport("the chat completion has no choices"));
+    };
+    Ok(ModelReply {
+        text: choice.message.content.unwrap_or_default(),
+        refusal: choice.message.refusal,
+        usage,
+        model: Some(response.model),
+    })
+}
+
+/// The class of a client error.
+fn classify(error: OpenAIError) -> ModelError {
+    match error {
+        OpenAIError::Reqwest(e) if e.is_timeout() => {
+            ModelError::timeout(format!("no answer in time: {e}"))
+        }
+        OpenAIError::Reqwest(e) => ModelError::transport(describe(&e)),
+        OpenAIError::ApiError(e) => {
+            ModelError::status(e.status_code.as_u16(), e.api_error.to_string())
+        }
+        OpenAIError::JSONDeserialize(e, body) => ModelError::transport(format!(
+            "the answer is not a chat completion ({e}): {}",
+            clip(&body)
+        )),
+        other => ModelError::transport(other.to_string()),
+    }
+}
+
+/// A reqwest error with its causes (its `Display` alone says little).
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// At most 500 bytes of a body, for a message.
+fn clip(body: &str) -> &str {
+    let mut end = body.len().min(500);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    &body[..end]
+}
