@@ -52,6 +52,27 @@ async fn the_example_runs_offline_and_repairs_the_forgetful_reply() {
         .await
         .expect("replays");
     assert_eq!(replay.output, done.output);
+
+    // `Executor::replay` serves the recorded replies by itself (no model
+    // attached), transition for transition.
+    let ledger = Arc::new(workflow_core::ledger::MemoryLedger::new());
+    let recorded = triage::Workflow::new((), ())
+        .with_model(Arc::new(
+            workflow_core::model::ScriptedModel::new()
+                .reply(examples::model_triage::diagnosis_reply().to_string())
+                .reply(runbook_reply().to_string()),
+        ))
+        .with_ledger(ledger.clone())
+        .run(incident())
+        .await
+        .expect("completes");
+    let records = workflow_core::ledger::Ledger::records(&*ledger, recorded.transcript.run_id())
+        .expect("recorded");
+    let report = triage::Workflow::new((), ())
+        .replay(&records)
+        .await
+        .expect("replays");
+    assert!(report.divergence.is_none(), "{report:?}");
 }
 
 #[tokio::test]

@@ -260,6 +260,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     pub(crate) fn serve_recorded(&mut self, calls: crate::replay::RecordedCalls) {
         self.shared = Arc::new(RunShared {
             budget: self.limits.budget,
+            model: self.limits.model.cloned(),
             recorded: Some(calls),
             ..RunShared::default()
         });

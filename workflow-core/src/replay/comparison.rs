@@ -83,9 +83,14 @@ fn compare(recorded: &LedgerRecord, replayed: &LedgerRecord) -> Option<Divergenc
         let payload = |r: &LedgerRecord| r.payload_json().unwrap_or_else(|_| r.payload.clone());
         return at(Difference::Payload, payload(recorded), payload(replayed));
     }
+    // The rest of the turn: usage, open questions, the model calls (their
+    // requests, replies and outcomes; not how long they took).
     let rest = |r: &LedgerRecord| {
         r.turn.clone().map(|mut t| {
             t.tool_calls.clear();
+            for call in &mut t.model_calls {
+                call.duration_us = 0;
+            }
             t
         })
     };

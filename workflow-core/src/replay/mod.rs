@@ -29,7 +29,8 @@ pub use report::{Difference, Divergence, ReplayError, ReplayReport};
 impl<W: Workflow> Executor<W> {
     /// Runs a recorded run again, from its recorded workflow input, with
     /// this executor's workflow, root invariants and limits: every tool
-    /// response is served from the record instead of calling the tool, and
+    /// response and every model reply is served from the record instead of
+    /// calling the tool or the model, and
     /// each person's decision (approve, edit, reject) is taken again as
     /// recorded. Each new transfer is compared with the recorded one
     /// (sender and receiver, payload bytes, the turn's tool calls, receipt);
@@ -74,12 +75,24 @@ impl<W: Workflow> Executor<W> {
 
         let first_divergence = Arc::new(FirstDivergence::default());
         let comparison = Comparison::new(records, first_divergence.clone());
+        // Model replies are served from the record too (by request digest):
+        // a request the recording does not hold fails the turn, and the
+        // replay reports where.
+        let recorded_model: Option<Arc<dyn crate::model::Model>> = records
+            .iter()
+            .any(|r| r.turn.as_ref().is_some_and(|t| !t.model_calls.is_empty()))
+            .then(|| {
+                Arc::new(crate::model::RecordedModel::from_ledger(records))
+                    as Arc<dyn crate::model::Model>
+            });
+        let limits = self.limits();
         let mut run = Runtime::<W>::new(
             self.root(),
             self.deps(),
             Limits {
                 ledger: Some(&comparison),
-                ..self.limits()
+                model: recorded_model.as_ref().or(limits.model),
+                ..limits
             },
         );
         run.transcript = Transcript::new(run_id, W::GRAPH);

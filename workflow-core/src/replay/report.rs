@@ -89,7 +89,9 @@ impl fmt::Display for Difference {
             Difference::Redelivery => f.write_str("one is a redelivery, the other is not"),
             Difference::ToolCall { index } => write!(f, "tool call {index} differs"),
             Difference::Payload => f.write_str("the payload differs"),
-            Difference::Turn => f.write_str("the turn's usage or open questions differ"),
+            Difference::Turn => {
+                f.write_str("the turn's model calls, usage or open questions differ")
+            }
             Difference::Receipt => f.write_str("the receipt differs"),
             Difference::Stopped { error } => write!(f, "the replay stopped here: {error}"),
             Difference::WentOn => f.write_str("the replay goes on past the end of the recording"),
