@@ -250,6 +250,13 @@ pub enum StopCondition {
         /// The deadline.
         ms: u64,
     },
+    /// Stop once the run has used this many tokens (prompt and completion,
+    /// as charged to its budget; checked by the executor): the subtask's
+    /// own budget.
+    TokensSpent {
+        /// The tokens at which the task is over.
+        tokens: u64,
+    },
     /// A condition the receiver itself must watch for, stated in words.
     Described {
         /// The condition.
@@ -278,6 +285,12 @@ impl StopWhen {
         StopWhen::any([StopCondition::HopReached { hop }])
     }
 
+    /// Adds a budget for the subtask: stop once the run has used `tokens`.
+    pub fn or_tokens(mut self, tokens: u64) -> Self {
+        self.any.push(StopCondition::TokensSpent { tokens });
+        self
+    }
+
     /// Adds a condition stated in words.
     pub fn or_when(mut self, text: impl Into<String>) -> Self {
         self.any
@@ -290,6 +303,7 @@ impl StopWhen {
         self.any.iter().find(|c| match c {
             StopCondition::HopReached { hop } => moment.hop >= *hop,
             StopCondition::DeadlineUnixMs { ms } => moment.unix_ms() >= *ms,
+            StopCondition::TokensSpent { tokens } => moment.tokens_spent >= *tokens,
             StopCondition::Described { .. } => false,
         })
     }
@@ -300,9 +314,19 @@ impl StopWhen {
 pub struct Moment {
     /// Agent turns completed so far in the run.
     pub hop: u32,
+    /// Tokens the run has used so far.
+    pub tokens_spent: u64,
 }
 
 impl Moment {
+    /// The moment after `hop` agent turns, nothing spent.
+    pub fn at_hop(hop: u32) -> Self {
+        Moment {
+            hop,
+            tokens_spent: 0,
+        }
+    }
+
     /// Wall-clock milliseconds since the Unix epoch, read only when a
     /// condition needs it.
     pub fn unix_ms(&self) -> u64 {
@@ -347,6 +371,7 @@ impl StopConditions for StopWhen {
         self.met(moment).map(|c| match c {
             StopCondition::HopReached { hop } => format!("hop {hop} reached"),
             StopCondition::DeadlineUnixMs { ms } => format!("deadline {ms} ms passed"),
+            StopCondition::TokensSpent { tokens } => format!("{tokens} tokens spent"),
             StopCondition::Described { text } => text.clone(),
         })
     }

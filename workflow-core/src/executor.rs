@@ -445,7 +445,7 @@ fn check_scope(
     let expired = match expires {
         Expiry::Never => false,
         Expiry::AtHop(h) => hop > h,
-        Expiry::AtUnixMs(ms) => crate::contract::Moment { hop }.unix_ms() >= ms,
+        Expiry::AtUnixMs(ms) => crate::contract::Moment::at_hop(hop).unix_ms() >= ms,
     };
     if expired {
         return Err(ToolError::of(

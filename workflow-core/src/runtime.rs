@@ -833,7 +833,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     authority: Cow::Borrowed(contract.authority),
                 });
             }
-            let moment = Moment { hop: self.hops };
+            let moment = Moment {
+                hop: self.hops,
+                tokens_spent: self.spent.total_tokens(),
+            };
             let expired = match contract.expires {
                 Expiry::Never => false,
                 Expiry::AtHop(hop) => moment.hop > hop,

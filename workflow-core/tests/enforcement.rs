@@ -248,12 +248,18 @@ pub mod shop {
         } else {
             task.item
         };
+        // A picker that spends tokens gives the packing a token budget.
+        let stop = if behaviour.starts_with("charge") {
+            StopWhen::any([]).or_tokens(50)
+        } else {
+            StopWhen::any([])
+        };
         Ok(picker::Next::Packer(PackTask {
             op: Operation::new("pack", "pack it"),
             scope: cx.delegate(authority::Pack),
             evidence,
             open,
-            stop: StopWhen::any([]),
+            stop,
             item,
             count,
         }))
@@ -958,4 +964,29 @@ async fn a_run_summary_shows_the_path_the_outcome_and_each_agents_share() {
         summary.outcome
     );
     assert_eq!(summary.agents[1].failed_tool_calls, 1);
+}
+
+#[tokio::test]
+async fn a_contracts_token_budget_stops_the_subtask() {
+    let (wf, shelf) = shop();
+    let aborted = wf
+        .run(order("charge:60"))
+        .await
+        .expect_err("over the subtask's budget");
+    let first = receipts(&aborted.transcript)
+        .into_iter()
+        .find(|r| matches!(r, Receipt::Rejected { .. }));
+    assert_eq!(
+        first,
+        Some(Receipt::Rejected {
+            reason: RejectReason::StopConditionMet {
+                condition: "50 tokens spent".into()
+            }
+        })
+    );
+    assert_eq!(shelf.seals(), 0);
+    // Under the subtask's budget, the packer packs.
+    let (wf, shelf) = shop();
+    wf.run(order("charge:40")).await.expect("within the budget");
+    assert_eq!(shelf.seals(), 1);
 }

@@ -1044,7 +1044,7 @@ pub mod scoped {
     /// when `valid_ms` is below 1 s.
     #[agent(owns = [Delegate], to = [clerk])]
     async fn boss(valid_ms: u64, cx: boss::Context<'_>) -> Result<boss::Next, Reject> {
-        let now = workflow_core::Moment { hop: cx.hop() }.unix_ms();
+        let now = workflow_core::Moment::at_hop(cx.hop()).unix_ms();
         Ok(boss::Next::Clerk(Errand {
             op: Operation::new("spend", "spend 1"),
             scope: cx.delegate(authority::Spend).until_unix_ms(now + valid_ms),
