@@ -34,8 +34,9 @@ async fn main() {
     };
 
     println!("== run 1: the VPC lookup returns an incomplete first page ==");
-    let wf =
-        deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::incident())
+        .with_ledger(ledger.clone())
+        .with_progress(progress);
     match wf.run(staging_goal()).await {
         Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
         Err(aborted) => {
@@ -49,8 +50,9 @@ async fn main() {
 
     println!();
     println!("== run 2: the staging VPC's tag drifted; terraform escalates ==");
-    let wf =
-        deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(ledger.clone());
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted())
+        .with_ledger(ledger.clone())
+        .with_progress(progress);
     let run_id = match wf.run(staging_goal()).await {
         Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
         Err(aborted) => {
@@ -70,8 +72,9 @@ async fn main() {
         Ok(ledger) => Arc::new(ledger),
         Err(e) => fail(&format!("cannot reopen the ledger: {e}")),
     };
-    let wf =
-        deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(reopened.clone());
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted())
+        .with_ledger(reopened.clone())
+        .with_progress(progress);
     let suspension = match wf.suspension(run_id) {
         Ok(s) => s,
         Err(e) => fail(&format!("no suspension: {e}")),
@@ -102,8 +105,9 @@ async fn main() {
 
     println!();
     println!("== run 3: the lookup lists every VPC, tags right ==");
-    let wf =
-        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let wf = deploy::Workflow::new(staging_root(), FakeCloud::one_page())
+        .with_ledger(ledger.clone())
+        .with_progress(progress);
     match wf.run(staging_goal()).await {
         Ok(done) => {
             print!("{}", done.transcript);
@@ -120,6 +124,14 @@ async fn main() {
     println!(
         "max hops of any run (computed at compile time): {}",
         deploy::MAX_HOPS
+    );
+}
+
+/// Progress on standard error, as each agent's turn starts.
+fn progress(p: &workflow_core::Progress) {
+    eprintln!(
+        "[run {} +{} ms] hop {}: {}",
+        p.run_id, p.elapsed_ms, p.hop, p.agent
     );
 }
 

@@ -88,7 +88,7 @@ pub use record::{
     TransferRecord, TurnRecord,
 };
 pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
-pub use runtime::Runtime;
+pub use runtime::{Progress, Runtime};
 pub use schema::{Drift, Publication, SchemaSet};
 pub use session::{Executor, Session, Step};
 pub use tool::{Effect, FailFast, Fallback, Then, Unusable};

@@ -714,6 +714,26 @@ impl Transcript {
             let Some(edge) = self.graph.edges.get(e.edge as usize) else {
                 continue;
             };
+            // A handoff returned to its sender: the sender's turn ran again
+            // (on its earlier input), producing the next entry.
+            let returned_to = match (e.status, edge.from, self.entries.get(i + 1)) {
+                (Status::Rejected, crate::graph::Node::Agent(_), Some(next))
+                    if self.graph.edges.get(next.edge as usize).map(|n| n.from)
+                        == Some(edge.from) =>
+                {
+                    Some(edge.from)
+                }
+                _ => None,
+            };
+            if let Some(sender) = returned_to {
+                let name = self.graph.node_name(sender);
+                path.push(name.to_owned());
+                let a = by_name(name, &mut agents);
+                agents[a].turns += 1;
+                if let Some(next) = self.entries.get(i + 1) {
+                    agents[a].time_us += next.at_us.saturating_sub(e.at_us);
+                }
+            }
             if e.status.ran()
                 && let crate::graph::Node::Agent(_) = edge.to
             {

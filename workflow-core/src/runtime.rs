@@ -30,6 +30,23 @@ pub(crate) struct Limits<'x> {
     pub(crate) gate: Option<&'x dyn Gate>,
     pub(crate) tokens: &'x dyn TokenCounter,
     pub(crate) model: Option<&'x Arc<dyn crate::model::Model>>,
+    pub(crate) progress: Option<&'x (dyn Fn(&Progress) + Send + Sync)>,
+}
+
+/// Where a run stands, given to the executor's progress callback
+/// (`Executor::with_progress`) each time an agent's turn starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The workflow.
+    pub workflow: &'static str,
+    /// The run.
+    pub run_id: u64,
+    /// Agent turns completed before this one.
+    pub hop: u32,
+    /// The agent whose turn starts.
+    pub agent: &'static str,
+    /// Milliseconds since the run started.
+    pub elapsed_ms: u64,
 }
 
 /// The state of one run as the executor keeps it.
@@ -713,6 +730,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent_name::<W>(A::INDEX)
                 )));
             }
+            self.progress::<A>();
             self.begin_turn(contract);
             self.shared.lock().returned = Some(returned);
             self.shared.mark();
@@ -736,6 +754,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )));
             }
             self.turn_input = self.transcript.len() - 1;
+            self.progress::<A>();
             self.begin_turn(contract);
             if let Some(crate::Receipt::Approved { by, edited }) =
                 self.transcript.receipt(self.turn_input)
@@ -787,6 +806,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.handoff_event();
         crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
+        self.progress::<A>();
         self.begin_turn(contract);
         if let Some(by) = approval {
             self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
@@ -794,6 +814,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         self.hops += 1;
         Ok(cx)
+    }
+
+    /// Tells the progress callback, if any, that agent `A`'s turn starts.
+    #[inline]
+    fn progress<A: Agent<W>>(&self) {
+        if let Some(progress) = self.limits.progress {
+            progress(&Progress {
+                workflow: W::GRAPH.name,
+                run_id: self.transcript.run_id,
+                hop: self.hops,
+                agent: agent_name::<W>(A::INDEX),
+                elapsed_ms: self.elapsed_ms(),
+            });
+        }
     }
 
     /// The receipt checks before the pre-conditions; the first that fails.

@@ -157,6 +157,7 @@ pub struct Executor<W: Workflow> {
     gate: Option<std::sync::Arc<dyn Gate>>,
     tokens: std::sync::Arc<dyn TokenCounter>,
     model: Option<std::sync::Arc<dyn crate::model::Model>>,
+    progress: Option<std::sync::Arc<dyn Fn(&crate::runtime::Progress) + Send + Sync>>,
 }
 
 impl<W: Workflow> Executor<W> {
@@ -173,7 +174,19 @@ impl<W: Workflow> Executor<W> {
             gate: None,
             tokens: std::sync::Arc::new(ApproxTokens),
             model: None,
+            progress: None,
         }
+    }
+
+    /// Calls `progress` each time an agent's turn starts (after its receipt
+    /// was accepted): the workflow, the run, the hop, the agent, the time
+    /// since the run started. For progress output on long runs.
+    pub fn with_progress(
+        mut self,
+        progress: impl Fn(&crate::runtime::Progress) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(std::sync::Arc::new(progress));
+        self
     }
 
     /// Gives every run `model`: the one agents ask with
@@ -226,6 +239,7 @@ impl<W: Workflow> Executor<W> {
             gate: self.gate.as_deref(),
             tokens: &*self.tokens,
             model: self.model.as_ref(),
+            progress: self.progress.as_deref(),
         }
     }
 

@@ -990,3 +990,25 @@ async fn a_contracts_token_budget_stops_the_subtask() {
     wf.run(order("charge:40")).await.expect("within the budget");
     assert_eq!(shelf.seals(), 1);
 }
+
+#[tokio::test]
+async fn progress_is_reported_as_each_turn_starts() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let wf = shop::Workflow::new(root(), Arc::new(Shelf::default())).with_progress(move |p| {
+        log.lock().unwrap().push((p.workflow, p.hop, p.agent));
+    });
+    let done = wf.run(order("zero")).await.expect("completes");
+    let seen = seen.lock().unwrap().clone();
+    // The picker's turn runs again when its handoff is returned.
+    assert_eq!(
+        seen,
+        [
+            ("shop", 0, "clerk"),
+            ("shop", 1, "picker"),
+            ("shop", 2, "picker"),
+            ("shop", 3, "packer"),
+        ]
+    );
+    assert_eq!(done.transcript.summary().path.len(), 4);
+}
