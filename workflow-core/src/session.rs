@@ -146,6 +146,9 @@ impl<'x, W: Workflow> Session<'x, W> {
     }
 }
 
+/// The executor's progress callback.
+type ProgressFn = dyn Fn(&crate::runtime::Progress) + Send + Sync;
+
 /// Runs a workflow: holds the pinned invariants and the dependencies.
 pub struct Executor<W: Workflow> {
     root: W::Root,
@@ -157,7 +160,7 @@ pub struct Executor<W: Workflow> {
     gate: Option<std::sync::Arc<dyn Gate>>,
     tokens: std::sync::Arc<dyn TokenCounter>,
     model: Option<std::sync::Arc<dyn crate::model::Model>>,
-    progress: Option<std::sync::Arc<dyn Fn(&crate::runtime::Progress) + Send + Sync>>,
+    progress: Option<std::sync::Arc<ProgressFn>>,
 }
 
 impl<W: Workflow> Executor<W> {
