@@ -176,6 +176,13 @@ pub trait Model: Send + Sync {
     /// The model's name (the one a request with `model: None` gets).
     fn name(&self) -> &str;
 
+    /// The provider, as the OpenTelemetry GenAI conventions name it
+    /// (`gen_ai.provider.name`: `openai`, `anthropic`, ...), for the token
+    /// usage metrics; `unknown` unless the backend says.
+    fn provider(&self) -> &str {
+        "unknown"
+    }
+
     /// Sends `request`, returns the reply.
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a>;
 }
@@ -183,6 +190,9 @@ pub trait Model: Send + Sync {
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn provider(&self) -> &str {
+        (**self).provider()
     }
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         (**self).complete(request)
@@ -192,6 +202,9 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 impl<M: Model + ?Sized> Model for Box<M> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn provider(&self) -> &str {
+        (**self).provider()
     }
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         (**self).complete(request)

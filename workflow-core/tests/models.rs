@@ -513,3 +513,35 @@ fn a_turn_without_model_calls_serializes_as_before() {
     let back: TurnRecord = serde_json::from_value(serde_json::to_value(&turn).unwrap()).unwrap();
     assert_eq!(back, turn);
 }
+
+#[allow(dead_code)]
+mod in_memory;
+
+#[test]
+fn model_token_usage_is_recorded_as_the_gen_ai_token_usage_metric() {
+    let sdk = in_memory::sdk();
+    let _turn = sdk.lock();
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply_with(ModelReply::text(valid_task()).with_usage(Usage::tokens(120, 40))),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(desk(&model).run(ticket("plain")))
+        .expect("completes");
+    let points = sdk.points();
+    let usage = workflow_core::metrics::TOKEN_USAGE;
+    let of = |kind: &str| -> f64 {
+        in_memory::find(&points, usage, &[("gen_ai.token.type", kind)])
+            .iter()
+            .map(|p| p.value)
+            .sum()
+    };
+    assert_eq!((of("input"), of("output")), (120.0, 40.0), "{points:#?}");
+    let input = in_memory::find(&points, usage, &[("gen_ai.token.type", "input")]);
+    assert_eq!(input[0].attributes["gen_ai.operation.name"], "chat");
+    assert_eq!(input[0].attributes["gen_ai.request.model"], "scripted");
+    assert_eq!(input[0].attributes["gen_ai.provider.name"], "unknown");
+}

@@ -265,6 +265,10 @@ impl Model for OpenAiModel {
         &self.config.model
     }
 
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         Box::pin(async move {
             let response = self

@@ -156,6 +156,8 @@ impl<'a, T: Payload> Generation<'a, T> {
             started: std::time::Instant::now(),
             #[cfg(feature = "tracing")]
             span: tracing::Span::current(),
+            #[cfg(feature = "metrics")]
+            provider: model.provider().to_owned(),
         };
         loop {
             let request_digest = request.digest();
@@ -219,6 +221,9 @@ struct InFlight<'s> {
     /// drop may happen outside it).
     #[cfg(feature = "tracing")]
     span: tracing::Span,
+    /// The provider, for the token usage metrics.
+    #[cfg(feature = "metrics")]
+    provider: String,
 }
 
 impl InFlight<'_> {
@@ -254,6 +259,16 @@ impl InFlight<'_> {
         };
         record.outcome = outcome;
         record.duration_us = self.started.elapsed().as_micros() as u64;
+        #[cfg(feature = "metrics")]
+        crate::metrics::record_token_usage(&crate::metrics::TokenUsage {
+            operation: "chat",
+            provider: &self.provider,
+            request_model: Some(&record.model),
+            response_model: None,
+            agent: None,
+            input_tokens: Some(record.usage.input_tokens),
+            output_tokens: Some(record.usage.output_tokens),
+        });
         #[cfg(feature = "tracing")]
         {
             let span = &self.span;
