@@ -137,6 +137,12 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`post`](Self::post) checks anything. Generated code sets it
+    /// to `false` for an agent without `#[post]` conditions, and the runtime
+    /// then builds no context for them; the default, `true`, always calls
+    /// `post`.
+    const HAS_POST: bool = true;
+
     /// Evaluates the post-conditions on the output; the first that fails is returned.
     fn post(_out: &Self::Next, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
         Ok(())

@@ -78,6 +78,8 @@ pub struct Runtime<'x, W: Workflow> {
     pending_return: Option<Returned>,
     /// Set when the pending transfer is a person's edited payload.
     pub(crate) approver: Option<String>,
+    /// The scope of the handoff the current turn works under.
+    turn_scope: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
     prev_hash: String,
     /// Microseconds the run had run before it was resumed.
@@ -145,6 +147,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             returned_payload: None,
             pending_return: None,
             approver: None,
+            turn_scope: None,
             prev_hash: String::new(),
             at_offset_us: 0,
             resumed_turn: false,
@@ -715,6 +718,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
         let scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        self.turn_scope = scope;
         if let Some(returned) = self.pending_return.take() {
             // The sender's turn again, on its accepted input, to handle the
             // rejection of its handoff.
@@ -1115,6 +1119,30 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         result: Result<A::Next, Reject>,
         cx: Context<'x, W, A>,
     ) -> Result<Transition<W>, RunError> {
+        self.deliver_checked::<A>(result, |next| A::post(next, &cx))
+    }
+
+    /// [`deliver`](Self::deliver) without the body's context: the context
+    /// for the post-conditions is built only when the agent has some
+    /// (generated turns use this; the body keeps its own context).
+    pub fn deliver_turn<A: Agent<W>>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+    ) -> Result<Transition<W>, RunError> {
+        if A::HAS_POST {
+            let mut cx = self.context::<A>(self.turn_scope);
+            cx.hop = self.hops.saturating_sub(1);
+            self.deliver(result, cx)
+        } else {
+            self.deliver_checked::<A>(result, |_| Ok(()))
+        }
+    }
+
+    fn deliver_checked<A: Agent<W>>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+        post: impl FnOnce(&A::Next) -> Result<(), &'static crate::graph::Condition>,
+    ) -> Result<Transition<W>, RunError> {
         let agent = agent_name::<W>(A::INDEX);
         let (turn, failure) = self.end_turn::<A>();
         let next = self.transcript.len() as u32;
@@ -1151,7 +1179,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             && self.elapsed_ms() >= after_ms
         {
             Some(RunError::DeadlinePassed { agent, after_ms })
-        } else if let Err(c) = A::post(&next_out, &cx) {
+        } else if let Err(c) = post(&next_out) {
             crate::telemetry::post_condition_failed::<W, A>(c);
             Some(RunError::PostCondition {
                 agent,
@@ -1294,13 +1322,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
         let result = match self.turn_limit::<A>() {
-            None => {
-                self.instrument_agent::<A, _>(A::run(input, cx.clone()))
-                    .await
-            }
+            None => self.instrument_agent::<A, _>(A::run(input, cx)).await,
             Some(limit) => match Box::pin(tokio::time::timeout(
                 limit,
-                self.instrument_agent::<A, _>(A::run(input, cx.clone())),
+                self.instrument_agent::<A, _>(A::run(input, cx)),
             ))
             .await
             {
@@ -1308,7 +1333,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 Err(_) => return Err(self.timed_out::<A>()),
             },
         };
-        self.deliver::<A>(result, cx)
+        self.deliver_turn::<A>(result)
     }
 }
 

@@ -162,6 +162,12 @@ pub(super) fn agent(
             }
         }
     });
+    // Without post-conditions the runtime builds no context for them.
+    let no_post = a.post.is_empty().then(|| {
+        quote!(
+            const HAS_POST: bool = false;
+        )
+    });
     let post = (!a.post.is_empty()).then(|| {
         let body = conditions(index, &a.post, "post", quote!(let #cx_pat = cx;));
         quote! {
@@ -204,6 +210,7 @@ pub(super) fn agent(
             type Next = #name::Next;
             #contract
             #pre
+            #no_post
             #post
             fn run(
                 input: #input,

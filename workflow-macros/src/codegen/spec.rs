@@ -59,7 +59,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                         }
                     }
                 };
-                run.deliver::<#n::Agent>(result, cx)
+                run.deliver_turn::<#n::Agent>(result)
             }
         }
     });

@@ -206,7 +206,7 @@ pub(super) fn body_call(a: &Agent) -> TokenStream {
     if !a.callable {
         return quote! {
             async move {
-                let _ = input;
+                let _ = (input, cx);
                 ::workflow_core::__private::Result::Err(::workflow_core::Reject::because(
                     "the agent's signature is invalid (reported at compile time)",
                 ))
@@ -214,12 +214,9 @@ pub(super) fn body_call(a: &Agent) -> TokenStream {
         };
     }
     if a.is_async {
-        quote!(#name(input, cx.clone()))
+        quote!(#name(input, cx))
     } else {
-        quote!({
-            let cx = cx.clone();
-            async move { #name(input, cx) }
-        })
+        quote!(async move { #name(input, cx) })
     }
 }
 
