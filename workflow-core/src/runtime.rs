@@ -305,7 +305,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Err(self.reject_last(RejectReason::LoopBound { bound }));
             }
         }
-        if let Some(question) = self.dropped_question(contract) {
+        if let Some(question) = self.dropped_question(contract.as_ref()) {
             return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
         }
         Ok(())
@@ -347,10 +347,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )),
             }
         }
-        if let Some(question) = self.dropped_question(contract) {
+        if let Some(question) = self.dropped_question(contract.as_ref()) {
             return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
         }
-        if let Some(reason) = self.check_transfer(contract) {
+        if let Some(reason) = self.check_transfer(contract.as_ref()) {
             return Err(self.reject_last(reason));
         }
         if let Some(last) = self.transcript.entries.last_mut() {
@@ -362,7 +362,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The first question the current turn received that `contract` neither
     /// carries forward nor resolves with evidence.
     #[inline]
-    fn dropped_question(&mut self, contract: Option<ContractView<'_>>) -> Option<String> {
+    fn dropped_question(&mut self, contract: Option<&ContractView<'_>>) -> Option<String> {
         if self.open.is_empty() {
             return None;
         }
@@ -580,7 +580,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The checks every transfer gets, to an agent or to `END`: handoff
     /// size limits, forbidden fields, the invariants' predicates, the gate.
     #[inline]
-    fn check_transfer(&self, contract: Option<ContractView<'_>>) -> Option<RejectReason> {
+    fn check_transfer(&self, contract: Option<&ContractView<'_>>) -> Option<RejectReason> {
         let limits = contract
             .as_ref()
             .map_or((None, None), |c| (c.max_bytes, c.max_tokens));
@@ -599,7 +599,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     #[inline(never)]
     fn check_transfer_json(
         &self,
-        contract: Option<ContractView<'_>>,
+        contract: Option<&ContractView<'_>>,
         limits: (Option<u64>, Option<u64>),
     ) -> Option<RejectReason> {
         let i = self.transcript.len().checked_sub(1)?;
@@ -735,7 +735,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )));
             }
             self.progress::<A>();
-            self.begin_turn(contract);
+            self.begin_turn(contract.as_ref());
             self.shared.lock().returned = Some(returned);
             self.shared.mark();
             let cx = self.context::<A>(scope);
@@ -759,7 +759,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             self.turn_input = self.transcript.len() - 1;
             self.progress::<A>();
-            self.begin_turn(contract);
+            self.begin_turn(contract.as_ref());
             if let Some(crate::Receipt::Approved { by, edited }) =
                 self.transcript.receipt(self.turn_input)
             {
@@ -780,7 +780,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(contract) {
+        if let Some(reason) = self.check_receipt::<A>(contract.as_ref()) {
             return Err(self.reject_last(reason));
         }
         let cx = self.context::<A>(scope);
@@ -811,7 +811,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         crate::telemetry::receipt_decided::<W>(&self.transcript);
         self.turn_input = i;
         self.progress::<A>();
-        self.begin_turn(contract);
+        self.begin_turn(contract.as_ref());
         if let Some(by) = approval {
             self.shared.lock().approval = Some(crate::executor::Approval { by, edited: true });
             self.shared.mark();
@@ -837,7 +837,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The receipt checks before the pre-conditions; the first that fails.
     fn check_receipt<A: Agent<W>>(
         &mut self,
-        contract: Option<ContractView<'_>>,
+        contract: Option<&ContractView<'_>>,
     ) -> Option<RejectReason> {
         if self.hops >= self.max_hops {
             return Some(RejectReason::HopCap {
@@ -904,7 +904,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Starts the log of a turn: what the run spent so far, nothing logged.
     #[inline]
-    fn begin_turn(&mut self, contract: Option<ContractView<'_>>) {
+    fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
         self.open = match contract {
             Some(c) if !c.open.is_empty() => {
                 c.open.questions().into_iter().map(str::to_owned).collect()
