@@ -68,71 +68,24 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Out(pub u32);
+/// The flow the OpenTelemetry tests run too (planner -> doer, which calls
+/// `double`).
+mod traced;
 
-#[workflow(entry = planner, output = Out)]
-pub mod flow {
-    use super::*;
+use traced::Out;
 
-    #[handoff]
-    pub struct Task {
-        #[operation]
-        pub op: Operation,
-        #[authority]
-        pub scope: Scope<authority::Do>,
-        #[evidence]
-        pub evidence: Vec<Evidence>,
-        #[uncertainty]
-        pub open: Vec<Uncertainty>,
-        #[stop]
-        pub stop: StopWhen,
-        pub n: u32,
-    }
-
-    #[tool]
-    async fn double(n: u32, _deps: &()) -> Result<u32, ToolError> {
-        Ok(n * 2)
-    }
-
-    #[agent(owns = [Plan], to = [doer])]
-    async fn planner(n: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
-        Ok(planner::Next::Doer(Task {
-            op: Operation::new("do", ""),
-            scope: cx.delegate(authority::Do),
-            evidence: vec![],
-            open: vec![],
-            stop: StopWhen::any([]),
-            n,
-        }))
-    }
-
-    #[agent(owns = [Do], tools = [double], to = [END])]
-    #[pre(task.n < 10, "small numbers only")]
-    async fn doer(task: Task, cx: doer::Context<'_>) -> Result<doer::Next, Reject> {
-        Ok(doer::Next::End(Out(cx.call(tools::double, task.n).await?)))
-    }
-}
-
-fn traced(n: u32) -> (Seen, u64) {
+/// Runs the flow on `n` under the capturing subscriber.
+fn captured(n: u32) -> (Seen, u64) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
-    let run_id = tracing::subscriber::with_default(subscriber, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        match rt.block_on(flow::Workflow::new((), ()).run(n)) {
-            Ok(done) => done.transcript.run_id(),
-            Err(aborted) => aborted.transcript.run_id(),
-        }
-    });
+    let (run_id, _) = tracing::subscriber::with_default(subscriber, || traced::run(n));
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     (seen, run_id)
 }
 
 #[test]
 fn a_run_is_one_trace_with_the_conventional_names() {
-    let (seen, run_id) = traced(3);
+    let (seen, run_id) = captured(3);
     let spans: Vec<&SpanSeen> = seen.spans.values().collect();
     let workflow: Vec<_> = spans
         .iter()
@@ -189,7 +142,7 @@ fn a_run_is_one_trace_with_the_conventional_names() {
 
 #[test]
 fn a_rejection_shows_on_the_event_and_the_workflow_span() {
-    let (seen, _) = traced(50);
+    let (seen, _) = captured(50);
     let rejected = seen
         .events
         .iter()
