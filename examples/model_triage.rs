@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use examples::model_triage::{incident, scripted, triage};
-use workflow_core::model::{Model, ModelOutcome};
+use workflow_core::llm::{Model, ModelOutcome};
 use workflow_core::prelude::*;
 
 #[tokio::main(flavor = "current_thread")]

@@ -63,7 +63,6 @@ pub mod counter {
 
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
-    use workflow_core::session::edge_index;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
         Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet,
@@ -441,10 +440,10 @@ pub mod counter {
     // The edges, by index in `GRAPH.edges`. The macro writes the literal
     // index of each edge; by hand, `edge_index` finds it in the graph at
     // compile time (and fails to compile if the edge is missing).
-    const PLANNER_TO_WORKER: u16 = edge_index(&GRAPH, Node::Agent(0), Node::Agent(1));
-    const WORKER_TO_REVIEWER: u16 = edge_index(&GRAPH, Node::Agent(1), Node::Agent(2));
-    const REVIEWER_TO_WORKER: u16 = edge_index(&GRAPH, Node::Agent(2), Node::Agent(1));
-    const REVIEWER_TO_END: u16 = edge_index(&GRAPH, Node::Agent(2), Node::End);
+    const PLANNER_TO_WORKER: u16 = GRAPH.edge_index(Node::Agent(0), Node::Agent(1));
+    const WORKER_TO_REVIEWER: u16 = GRAPH.edge_index(Node::Agent(1), Node::Agent(2));
+    const REVIEWER_TO_WORKER: u16 = GRAPH.edge_index(Node::Agent(2), Node::Agent(1));
+    const REVIEWER_TO_END: u16 = GRAPH.edge_index(Node::Agent(2), Node::End);
 
     /// From `to = [worker]`: each variant records its transfer over its
     /// edge ([`Runtime::handoff`], which also enforces the edge's loop

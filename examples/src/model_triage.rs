@@ -10,7 +10,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use workflow_core::model::{ModelReply, ScriptedModel};
+use workflow_core::llm::{ModelReply, ScriptedModel};
 use workflow_core::prelude::*;
 
 /// What someone reported.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use examples::model_triage::{Runbook, incident, runbook_reply, scripted, triage};
-use workflow_core::model::{ModelErrorKind, RecordedModel};
+use workflow_core::llm::{ModelErrorKind, RecordedModel};
 use workflow_core::prelude::*;
 
 fn runbook() -> Runbook {
@@ -58,7 +58,7 @@ async fn the_example_runs_offline_and_repairs_the_forgetful_reply() {
     let ledger = Arc::new(workflow_core::ledger::MemoryLedger::new());
     let recorded = triage::Workflow::new((), ())
         .with_model(Arc::new(
-            workflow_core::model::ScriptedModel::new()
+            workflow_core::llm::ScriptedModel::new()
                 .reply(examples::model_triage::diagnosis_reply().to_string())
                 .reply(runbook_reply().to_string()),
         ))
@@ -80,7 +80,7 @@ async fn a_runbook_that_does_not_page_for_an_outage_is_sent_back() {
     let mut quiet = runbook_reply();
     quiet["page_oncall"] = false.into();
     let model = Arc::new(
-        workflow_core::model::ScriptedModel::new()
+        workflow_core::llm::ScriptedModel::new()
             .reply(examples::model_triage::diagnosis_reply().to_string())
             .reply(quiet.to_string())
             .reply(runbook_reply().to_string()),

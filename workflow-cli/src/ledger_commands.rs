@@ -73,8 +73,8 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
             .iter()
             .map(|c| {
                 let outcome = match &c.outcome {
-                    workflow_core::model::ModelOutcome::Ok { .. } => "ok".to_owned(),
-                    workflow_core::model::ModelOutcome::Failed { error } => {
+                    workflow_core::llm::ModelOutcome::Ok { .. } => "ok".to_owned(),
+                    workflow_core::llm::ModelOutcome::Failed { error } => {
                         format!("FAILED ({})", error.kind)
                     }
                 };

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use workflow_core::model::{Model, ModelFuture, ModelReply, ModelRequest};
+use workflow_core::llm::{Model, ModelFuture, ModelReply, ModelRequest};
 use workflow_core::prelude::*;
 
 /// Replies with `bad` to a first request and `good` to a repair.

@@ -39,76 +39,80 @@
 
 #![warn(missing_docs)]
 
-pub mod budget;
-mod canonical;
-pub mod contract;
-pub mod error;
-pub mod escalation;
-pub mod executor;
-pub mod graph;
-pub mod invariant;
+// The layers, bottom up: each imports only the layers listed before it
+// (`.ci/layers.sh` checks it), except the one import kept on purpose: the
+// traits in `spec::workflow` name `run`'s `Runtime` and `Context`.
+mod drive;
+mod encode;
+mod export;
 pub mod ledger;
-pub mod manifest;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-pub mod model;
+pub mod llm;
+mod observe;
+mod run;
+mod spec;
+
 #[cfg(feature = "otel")]
 pub mod otel;
 /// Rego policies (with regorus) that every transition must pass: `Policy`,
 /// its decision and its errors (feature `policy`).
 #[cfg(feature = "policy")]
 pub mod policy;
-pub mod record;
-pub mod replay;
-pub mod runtime;
-pub mod schema;
-pub mod session;
-mod telemetry;
-pub mod tool;
-pub mod validate;
 
-pub use budget::{Budget, BudgetExhausted, Usage};
-pub use contract::{
-    Authority, AuthorityScope, ContractView, Evidence, EvidenceList, Expiry, Handoff, Moment,
-    OpenQuestions, Operation, Owns, Payload, Scope, StopCondition, StopConditions, StopWhen,
-    Uncertainty,
+// The public API: one path per item. The core vocabulary is here at the
+// root; the ledger, the models, tool calls, schemas and metrics have a
+// module each.
+pub use drive::{
+    Aborted, AgentSummary, Completed, Executor, ReplayError, ReplayReport, RunSummary, Session,
+    Step, Suspension,
 };
-pub use error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
-pub use escalation::{Decision, Suspension};
-pub use executor::{
-    Agent, Approval, Context, Granted, RecordedPayload, Returned, Route, Tool, ToolCall,
-    Transition, Workflow,
+pub use export::{Drift, Manifest, Publication};
+pub use ledger::{Difference, Divergence};
+pub use run::{
+    Approval, Context, DEFAULT_REPAIRS, Generation, Progress, Returned, Runtime, ToolCall,
+    Transcript,
 };
-pub use graph::{AgentInfo, Condition, EdgeInfo, Graph, Node, OnReject, ToolInfo};
-pub use invariant::{Gate, Invariants, TransferView};
-pub use manifest::Manifest;
-pub use model::{Model, ModelError, ModelErrorKind, Prompt};
-pub use record::{
-    AgentSummary, Endpoint, Escalation, Receipt, RecordError, RejectReason, RunSummary, Transcript,
-    TransferRecord, TurnRecord,
+pub use spec::{
+    Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
+    ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
+    FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
+    OpenQuestions, Operation, Owns, Payload, Receipt, RecordError, RecordedPayload, Reject,
+    RejectReason, Route, RunError, SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then,
+    TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView,
+    Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
 };
-pub use replay::{Difference, Divergence, ReplayError, ReplayReport};
-pub use runtime::{Progress, Runtime};
-pub use schema::{Drift, Publication, SchemaSet};
-pub use session::{Executor, Session, Step};
-pub use tool::{Effect, FailFast, Fallback, Then, Unusable};
+
+/// Tool calls: the id of the call under way, the record each call leaves,
+/// and tool definitions in the Model Context Protocol's shape.
+pub mod tool {
+    pub use crate::export::{McpAnnotations, McpTool, mcp_tools};
+    pub use crate::run::{CallId, call_id};
+    pub use crate::spec::{ToolCallRecord, ToolOutcome};
+}
+
+/// JSON Schemas: the root schema of a type, and the file it is exported to.
+pub mod schema {
+    pub use crate::export::file_name;
+    pub use crate::spec::root_schema;
+}
+
+/// Metrics following the OpenTelemetry GenAI conventions (feature `metrics`).
+#[cfg(feature = "metrics")]
+pub mod metrics {
+    pub use crate::observe::metrics::*;
+}
 
 #[cfg(feature = "macros")]
 pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 
 /// Everything a workflow module needs: `use workflow_core::prelude::*;`.
 pub mod prelude {
-    pub use crate::budget::{Budget, Usage};
-    pub use crate::contract::{
-        Evidence, Expiry, Handoff, Operation, Scope, StopCondition, StopWhen, Uncertainty,
+    pub use crate::drive::{Aborted, Completed, Executor, Step, Suspension};
+    pub use crate::llm::{Model, ModelError, Prompt};
+    pub use crate::spec::{
+        Budget, Decision, Evidence, Expiry, FailFast, Handoff, Operation, Receipt, Reject,
+        RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,
+        TransferView, Uncertainty, Unusable, Usage,
     };
-    pub use crate::error::{Aborted, Completed, Reject, RunError, ToolError, ToolErrorKind};
-    pub use crate::escalation::{Decision, Suspension};
-    pub use crate::invariant::TransferView;
-    pub use crate::model::{Model, ModelError, Prompt};
-    pub use crate::record::{Receipt, RejectReason};
-    pub use crate::session::{Executor, Step};
-    pub use crate::tool::{FailFast, Unusable};
     #[cfg(feature = "macros")]
     pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 }
@@ -116,7 +120,14 @@ pub mod prelude {
 /// Not public API: what generated code names. May change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::session::edge_index;
+    /// The index of the first edge from `from` to `to` in `graph`.
+    pub const fn edge_index(
+        graph: &crate::spec::Graph,
+        from: crate::spec::Node,
+        to: crate::spec::Node,
+    ) -> u16 {
+        graph.edge_index(from, to)
+    }
     pub use schemars;
     pub use serde;
     pub use serde_json;
@@ -142,8 +153,8 @@ pub mod __private {
     pub fn encode<P: serde::Serialize>(
         out: &mut Vec<u8>,
         payload: &P,
-    ) -> Result<crate::ledger::PayloadFormat, String> {
-        crate::canonical::encode(out, payload)
+    ) -> Result<crate::spec::PayloadFormat, String> {
+        crate::encode::encode(out, payload)
     }
 
     /// The root invariants as JSON (for `Invariants::to_json`).

@@ -228,7 +228,7 @@ impl Policy {
 /// on every transfer. A deny is a rejection carrying the policy's messages
 /// (`RejectReason::Denied`); an evaluation error is a rejection too (the
 /// policy fails closed), its message saying what went wrong.
-impl crate::invariant::Gate for Policy {
+impl crate::Gate for Policy {
     fn name(&self) -> std::borrow::Cow<'static, str> {
         format!("policy {}", self.modules().join(", ")).into()
     }

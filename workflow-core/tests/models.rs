@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use workflow_core::model::{
+use workflow_core::llm::{
     Model, ModelErrorKind, ModelFuture, ModelOutcome, ModelReply, ModelRequest, RecordedModel,
     Role, ScriptedModel,
 };

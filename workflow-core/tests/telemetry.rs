@@ -179,14 +179,11 @@ pub mod asking {
 fn traced_model(replies: &[&str]) -> Vec<SpanSeen> {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
-    let model = replies.iter().fold(
-        workflow_core::model::ScriptedModel::named("small"),
-        |m, r| {
-            m.reply_with(
-                workflow_core::model::ModelReply::text(*r).with_usage(Usage::tokens(10, 2)),
-            )
-        },
-    );
+    let model = replies
+        .iter()
+        .fold(workflow_core::llm::ScriptedModel::named("small"), |m, r| {
+            m.reply_with(workflow_core::llm::ModelReply::text(*r).with_usage(Usage::tokens(10, 2)))
+        });
     tracing::subscriber::with_default(subscriber, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()

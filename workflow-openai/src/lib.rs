@@ -1,11 +1,11 @@
 //! An OpenAI-compatible chat completions backend for
-//! [`workflow_core::model`]: OpenAI itself, or any server speaking the same
+//! [`workflow_core::llm`]: OpenAI itself, or any server speaking the same
 //! API (Ollama, llama.cpp's `llama-server`, vLLM, LM Studio).
 //!
 //! A request's response format goes out as `response_format: {"type":
 //! "json_schema", ...}` with the payload's schema unchanged; the reply's
 //! text, refusal and token usage come back as a
-//! [`ModelReply`](workflow_core::model::ModelReply). Checking the reply is
+//! [`ModelReply`](workflow_core::llm::ModelReply). Checking the reply is
 //! not this crate's job: `cx.generate` does it for every backend alike.
 //!
 //! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with
@@ -41,7 +41,7 @@ use async_openai::types::chat::{
 };
 use tower::Layer;
 use workflow_core::Usage;
-use workflow_core::model::{Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role};
+use workflow_core::llm::{Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role};
 
 /// The base URL when `OPENAI_BASE_URL` is not set.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

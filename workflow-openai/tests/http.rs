@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
-use workflow_core::model::{ModelError, ModelErrorKind, ModelOutcome};
+use workflow_core::llm::{ModelError, ModelErrorKind, ModelOutcome};
 use workflow_core::prelude::*;
 use workflow_core::{RunError, SchemaSet, Transcript, TurnRecord};
 use workflow_openai::{ConfigError, OpenAiConfig, OpenAiModel};

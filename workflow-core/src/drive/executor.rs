@@ -1,0 +1,457 @@
+//! The executor: runs, resumes and decides on a workflow's runs with the
+//! root invariants, dependencies, limits and ledger it holds.
+
+use crate::drive::Suspension;
+use crate::drive::{Aborted, Completed};
+use crate::ledger::Ledger;
+use crate::run::{Status, Transcript};
+use crate::spec::Budget;
+use crate::spec::Decision;
+use crate::spec::Node;
+use crate::spec::RejectReason;
+use crate::spec::RunError;
+use crate::spec::{ApproxTokens, Gate, TokenCounter};
+use crate::spec::{RecordedPayload, Workflow};
+
+use crate::drive::Session;
+use crate::run::{Limits, Runtime};
+use crate::spec::SchemaSet;
+/// The executor's progress callback.
+type ProgressFn = dyn Fn(&crate::run::Progress) + Send + Sync;
+
+/// Runs a workflow: holds the pinned invariants and the dependencies.
+pub struct Executor<W: Workflow> {
+    root: W::Root,
+    deps: W::Deps,
+    max_hops: u32,
+    ledger: Option<std::sync::Arc<dyn crate::ledger::Ledger>>,
+    budget: Option<Budget>,
+    deadline: Option<std::time::Duration>,
+    gate: Option<std::sync::Arc<dyn Gate>>,
+    tokens: std::sync::Arc<dyn TokenCounter>,
+    model: Option<std::sync::Arc<dyn crate::llm::Model>>,
+    progress: Option<std::sync::Arc<ProgressFn>>,
+}
+
+impl<W: Workflow> Executor<W> {
+    /// An executor with the invariants pinned for every run and the
+    /// dependencies its tools use. The hop cap defaults to the computed bound.
+    pub fn new(root: W::Root, deps: W::Deps) -> Self {
+        Executor {
+            root,
+            deps,
+            max_hops: W::GRAPH.max_hops,
+            ledger: None,
+            budget: None,
+            deadline: None,
+            gate: None,
+            tokens: std::sync::Arc::new(ApproxTokens),
+            model: None,
+            progress: None,
+        }
+    }
+
+    /// Calls `progress` each time an agent's turn starts (after its receipt
+    /// was accepted): the workflow, the run, the hop, the agent, the time
+    /// since the run started. For progress output on long runs.
+    pub fn with_progress(
+        mut self,
+        progress: impl Fn(&crate::run::Progress) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(std::sync::Arc::new(progress));
+        self
+    }
+
+    /// Gives every run `model`: the one agents ask with
+    /// [`Context::generate`](crate::run::Context::generate) (an HTTP backend, a
+    /// [`ScriptedModel`](crate::llm::ScriptedModel) in tests, a
+    /// [`RecordedModel`](crate::llm::RecordedModel) to replay a run).
+    pub fn with_model(mut self, model: std::sync::Arc<dyn crate::llm::Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Limits every run: tokens, cost, tool calls. Agents charge with
+    /// [`Context::charge`](crate::run::Context::charge), each tool call counts
+    /// one; a transfer arriving with a budget used up is rejected, a turn
+    /// that overspends stops the run with `RunError::BudgetExhausted`.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Gives every run `deadline` from its start: a transfer arriving later
+    /// is rejected, and a turn still running then is stopped with
+    /// `RunError::DeadlinePassed`.
+    pub fn with_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Checks every transfer with `gate` (a Rego policy, an acceptance
+    /// hook) after the receiver's own receipt checks; a deny is a rejection
+    /// carrying the gate's messages.
+    pub fn with_gate(mut self, gate: std::sync::Arc<dyn Gate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Counts tokens for handoffs declaring `max_tokens` with `counter`
+    /// (the default, [`ApproxTokens`], counts one per four bytes).
+    pub fn with_token_counter(mut self, counter: std::sync::Arc<dyn TokenCounter>) -> Self {
+        self.tokens = counter;
+        self
+    }
+
+    pub(crate) fn limits(&self) -> Limits<'_> {
+        Limits {
+            max_hops: self.max_hops,
+            ledger: self.ledger.as_deref(),
+            budget: self.budget,
+            deadline_ms: self.deadline.map(|d| d.as_millis() as u64),
+            gate: self.gate.as_deref(),
+            tokens: &*self.tokens,
+            model: self.model.as_ref(),
+            progress: self.progress.as_deref(),
+        }
+    }
+
+    /// Commits every transfer to `ledger` once its receipt is decided,
+    /// before the receiver's body runs (and the `END` transfer before the
+    /// run returns). A record the ledger cannot store stops the run with
+    /// `RunError::Ledger`: no agent works on an unrecorded transfer.
+    pub fn with_ledger(mut self, ledger: std::sync::Arc<dyn crate::ledger::Ledger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// Lowers the run-wide hop cap (it can never exceed the computed bound).
+    pub fn with_max_hops(mut self, max_hops: u32) -> Self {
+        self.max_hops = max_hops.min(W::GRAPH.max_hops);
+        self
+    }
+
+    /// The pinned invariants.
+    pub fn root(&self) -> &W::Root {
+        &self.root
+    }
+
+    /// The dependencies the tools use (to inspect a fake after a run, say).
+    pub fn deps(&self) -> &W::Deps {
+        &self.deps
+    }
+
+    /// The hop cap in force.
+    pub fn max_hops(&self) -> u32 {
+        self.max_hops
+    }
+
+    /// The attached ledger.
+    pub(crate) fn ledger(&self) -> Option<&dyn crate::ledger::Ledger> {
+        self.ledger.as_deref()
+    }
+
+    /// Starts a run to drive step by step.
+    pub fn start(&self, input: W::Input) -> Session<'_, W> {
+        let mut run = Runtime::new(&self.root, &self.deps, self.limits());
+        let state = W::start(input, &mut run).map(Some);
+        Session { run, state }
+    }
+
+    /// Carries on run `run_id` from its records in the attached ledger, after
+    /// a crash or a restart: the records are verified; a run that had ended
+    /// gives its recorded output (or its rejection) back; a suspended run
+    /// says so again (`RunError::Suspended`: decide with
+    /// [`decide`](Self::decide)); otherwise the receiver of the last
+    /// accepted transfer runs its turn again (agent turns are at least
+    /// once; every transfer is still recorded once) — or the sender of a
+    /// returned handoff — and the run goes on to its end, its new records
+    /// chained to the old.
+    pub async fn resume(&self, run_id: u64) -> Result<Completed<W::Output>, Aborted> {
+        let fail = |error: String| Aborted {
+            error: RunError::Resume(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let Some(ledger) = self.ledger.as_deref() else {
+            return Err(fail(
+                "no ledger is attached (`Executor::with_ledger`)".into(),
+            ));
+        };
+        let records = self.verified_records(ledger, run_id).map_err(fail)?;
+        self.carry_on(ledger, run_id, &records, None).await
+    }
+
+    /// The suspension of run `run_id` in the attached ledger (after a
+    /// restart): its records, verified, ending with the escalated transfer.
+    pub fn suspension(&self, run_id: u64) -> Result<Suspension, RunError> {
+        let ledger = self.ledger.as_deref().ok_or_else(|| {
+            RunError::Resume("no ledger is attached (`Executor::with_ledger`)".into())
+        })?;
+        let records = self
+            .verified_records(ledger, run_id)
+            .map_err(RunError::Resume)?;
+        Suspension::from_records(records).ok_or_else(|| {
+            RunError::Decision(format!("run {run_id} is not waiting for a decision"))
+        })
+    }
+
+    /// Applies a person's decision to a suspended run and carries it on:
+    /// approve (the receiver's turn runs), edit (the new payload is
+    /// validated against the receiver's input schema and goes through the
+    /// receipt checks again), or reject (the run stops with the person's
+    /// reason). With a ledger attached the decision is recorded there (the
+    /// suspension must match the ledger's records); without one, the run
+    /// carries on from the suspension's records, in memory.
+    ///
+    /// A decision that cannot be applied (an edit that does not match the
+    /// schema, a run that is not suspended) is `RunError::Decision`, and
+    /// nothing is recorded: the run stays suspended.
+    pub async fn decide(
+        &self,
+        suspension: &Suspension,
+        decision: Decision,
+    ) -> Result<Completed<W::Output>, Aborted> {
+        let run_id = suspension.run_id();
+        let refuse = |error: String| Aborted {
+            error: RunError::Decision(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let memory;
+        let ledger: &dyn crate::ledger::Ledger = match self.ledger.as_deref() {
+            Some(ledger) => {
+                // The same run in the same state: the same records, compared
+                // by content (a suspension built from a transcript has no
+                // trace link, the ledger's records may).
+                let stored = ledger.records(run_id).map_err(|e| refuse(e.to_string()))?;
+                let same = stored.len() == suspension.records.len()
+                    && stored.iter().zip(&suspension.records).all(|(a, b)| {
+                        (a.seq, &a.from, &a.to, &a.payload, &a.receipt)
+                            == (b.seq, &b.from, &b.to, &b.payload, &b.receipt)
+                    });
+                if !same {
+                    return Err(refuse(format!(
+                        "the suspension does not match run {run_id}'s records in the ledger"
+                    )));
+                }
+                ledger
+            }
+            None => {
+                memory = crate::ledger::MemoryLedger::new();
+                for r in &suspension.records {
+                    memory.append(r).map_err(|e| refuse(e.to_string()))?;
+                }
+                &memory
+            }
+        };
+        let records = self.verified_records(ledger, run_id).map_err(refuse)?;
+        if Suspension::from_records(records.clone()).is_none() {
+            return Err(refuse(format!(
+                "run {run_id} is not waiting for a decision"
+            )));
+        }
+        self.carry_on(ledger, run_id, &records, Some(decision))
+            .await
+    }
+
+    /// The records of `run_id`, verified.
+    fn verified_records(
+        &self,
+        ledger: &dyn crate::ledger::Ledger,
+        run_id: u64,
+    ) -> Result<Vec<crate::ledger::LedgerRecord>, String> {
+        let records = ledger.records(run_id).map_err(|e| e.to_string())?;
+        match ledger.verify_run(run_id) {
+            Ok(Ok(())) => Ok(records),
+            Ok(Err(tampering)) => Err(format!("run {run_id} does not verify: {tampering}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Rebuilds run `run_id` from its verified `records` and carries it on
+    /// (with a person's decision when it is suspended).
+    async fn carry_on<'a>(
+        &'a self,
+        ledger: &'a dyn crate::ledger::Ledger,
+        run_id: u64,
+        records: &[crate::ledger::LedgerRecord],
+        decision: Option<Decision>,
+    ) -> Result<Completed<W::Output>, Aborted> {
+        let fail = |error: String| Aborted {
+            error: RunError::Resume(error),
+            transcript: Transcript::new(run_id, W::GRAPH),
+        };
+        let mut run = Runtime::<W>::restored(
+            &self.root,
+            &self.deps,
+            self.limits(),
+            ledger,
+            run_id,
+            records,
+        )
+        .map_err(fail)?;
+        // The calls the turn cut by a crash made: served, not made again.
+        let turn_seq = records.len() as u32;
+        let journaled = ledger
+            .tool_calls(run_id, turn_seq)
+            .map_err(|e| fail(e.to_string()))?;
+        if !journaled.is_empty() {
+            run.serve_recorded(crate::ledger::RecordedCalls::resumed(turn_seq, journaled));
+        }
+        let Some(last) = records.last() else {
+            return Err(fail(format!("run {run_id} has no records")));
+        };
+        let bytes = last.payload_bytes().map_err(|e| fail(e.to_string()))?;
+        let payload = RecordedPayload {
+            format: last.payload_format,
+            bytes: &bytes,
+        };
+        let entry = run.transcript.entries.last().map(|e| (e.edge, e.status));
+        let Some((edge, status)) = entry else {
+            return Err(fail(format!("run {run_id} has no records")));
+        };
+        let info = &W::GRAPH.edges[edge as usize];
+        let (from, to) = (W::GRAPH.node_name(info.from), W::GRAPH.node_name(info.to));
+        let stopped = |error: RunError, run: Runtime<'_, W>| Aborted {
+            error,
+            transcript: run.transcript,
+        };
+        let state = match (status, info.to, decision) {
+            (Status::Accepted, Node::End, None) => {
+                return match payload.decode::<W::Output>() {
+                    Ok(output) => Ok(Completed {
+                        output,
+                        transcript: run.transcript,
+                    }),
+                    Err(e) => Err(fail(format!("the recorded output does not decode: {e}"))),
+                };
+            }
+            (Status::Rejected, Node::Agent(_), None) => {
+                let reason = run.transcript.last_rejection().cloned();
+                match reason {
+                    Some(reason) if run.resume_return(reason.clone()).is_some() => {
+                        // A returned handoff: the sender's turn again.
+                        match run.return_to_sender() {
+                            Ok(state) => state,
+                            Err(error) => return Err(stopped(error, run)),
+                        }
+                    }
+                    Some(reason) => {
+                        return Err(stopped(RunError::Rejected { from, to, reason }, run));
+                    }
+                    None => return Err(fail("a rejected record carries no reason".into())),
+                }
+            }
+            (Status::Rejected, _, None) => {
+                let Some(reason) = run.transcript.last_rejection().cloned() else {
+                    return Err(fail("a rejected record carries no reason".into()));
+                };
+                return Err(stopped(RunError::Rejected { from, to, reason }, run));
+            }
+            (Status::TurnFailed, _, None) => {
+                let error = match run.transcript.receipt(run.transcript.len() - 1) {
+                    Some(crate::spec::Receipt::TurnFailed { error }) => error,
+                    _ => return Err(fail("a failed turn's record carries no error".into())),
+                };
+                return Err(stopped(
+                    RunError::Resume(format!("the run stopped when {to}'s turn failed: {error}")),
+                    run,
+                ));
+            }
+            (Status::Escalated, Node::Agent(_), None) => {
+                let reason = match run.transcript.receipt(run.transcript.len() - 1) {
+                    Some(crate::spec::Receipt::Escalated { reason }) => reason,
+                    _ => return Err(fail("an escalated record carries no reason".into())),
+                };
+                return Err(stopped(RunError::Suspended { agent: to, reason }, run));
+            }
+            (Status::Escalated, Node::Agent(agent), Some(decision)) => {
+                match run.decide(agent, &payload, decision) {
+                    Ok(state) => state,
+                    Err(RunError::Decision(e)) => {
+                        return Err(Aborted {
+                            error: RunError::Decision(e),
+                            transcript: run.transcript,
+                        });
+                    }
+                    Err(error) => return Err(stopped(error, run)),
+                }
+            }
+            (_, _, Some(_)) => {
+                return Err(Aborted {
+                    error: RunError::Decision(format!(
+                        "run {run_id} is not waiting for a decision"
+                    )),
+                    transcript: run.transcript,
+                });
+            }
+            (s, Node::Agent(agent), None) if s.ran() => {
+                if let Err(errors) = validate_recorded::<W>(agent, &payload) {
+                    return Err(stopped(
+                        RunError::Rejected {
+                            from,
+                            to,
+                            reason: RejectReason::SchemaMismatch { errors },
+                        },
+                        run,
+                    ));
+                }
+                let state = W::restore(agent, &payload).map_err(fail)?;
+                run.resumed_turn = true;
+                state
+            }
+            _ => {
+                return Err(fail(format!(
+                    "run {run_id} ends with a transfer whose receipt was never decided"
+                )));
+            }
+        };
+        Session {
+            run,
+            state: Ok(Some(state)),
+        }
+        .finish()
+        .await
+    }
+
+    /// Runs to the end: the output, or the error that stopped the run; both
+    /// with the transcript of every transfer.
+    ///
+    /// An agent with `timeout_ms` needs a tokio runtime with its time driver
+    /// (`#[tokio::main]`, or `Builder::enable_time`/`enable_all`); without
+    /// one, tokio panics when the timeout starts.
+    pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
+        self.start(input).finish().await
+    }
+
+    /// The JSON Schemas of every payload, input, output, contract part and record.
+    pub fn schemas() -> SchemaSet {
+        SchemaSet::of::<W>()
+    }
+
+    /// The manifest of the workflow: agents, authorities, tools, edges, bounds.
+    pub fn manifest() -> crate::export::Manifest {
+        crate::export::Manifest::of(W::GRAPH)
+    }
+
+    /// A Mermaid flowchart of the workflow.
+    pub fn mermaid() -> String {
+        crate::export::mermaid(W::GRAPH)
+    }
+
+    /// The workflow's tools as MCP-style definitions (`tools/list`): name,
+    /// description, input and output schema, effect annotations.
+    pub fn mcp_tools() -> Vec<crate::export::McpTool> {
+        crate::export::mcp_tools(W::GRAPH)
+    }
+}
+
+/// Validates a payload read back from storage against the receiver's
+/// input schema (it crossed a serialization boundary).
+fn validate_recorded<W: Workflow>(
+    agent: u16,
+    payload: &RecordedPayload<'_>,
+) -> Result<(), Vec<String>> {
+    let text = crate::encode::to_json(payload.format, payload.bytes).map_err(|e| vec![e])?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| vec![e.to_string()])?;
+    crate::export::validate::agent_input::<W>(agent, &value)
+}

@@ -1,0 +1,143 @@
+//! A run driven one turn at a time (`Session::step`).
+
+use crate::drive::{Aborted, Completed};
+use crate::run::Transcript;
+use crate::spec::RunError;
+use crate::spec::{Transition, Workflow};
+
+use crate::run::Runtime;
+use crate::spec::agent_name;
+#[cfg(feature = "tracing")]
+use crate::spec::error_type;
+
+/// What one step of a [`Session`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step<O> {
+    /// An agent's turn ran; `next` runs after it.
+    Continue {
+        /// The agent that runs next.
+        next: &'static str,
+    },
+    /// The run ended with this output.
+    Finished(O),
+}
+
+/// A run driven one turn at a time.
+pub struct Session<'x, W: Workflow> {
+    pub(crate) run: Runtime<'x, W>,
+    pub(crate) state: Result<Option<W::State>, RunError>,
+}
+
+impl<'x, W: Workflow> Session<'x, W> {
+    /// The agent that runs at the next step, if the run is not over.
+    pub fn next_agent(&self) -> Option<&'static str> {
+        match &self.state {
+            Ok(Some(state)) => Some(agent_name::<W>(W::agent_of(state))),
+            _ => None,
+        }
+    }
+
+    /// Runs one agent turn.
+    pub async fn step(&mut self) -> Result<Step<W::Output>, RunError> {
+        // Until the turn completes, the session says it was interrupted: a
+        // `step` future dropped mid-turn (a timeout, a `select!`) leaves a
+        // truthful error behind, not a run that looks finished.
+        let state = match std::mem::replace(&mut self.state, Err(RunError::Interrupted)) {
+            Ok(Some(state)) => state,
+            Ok(None) => {
+                self.state = Ok(None);
+                return Err(RunError::Finished);
+            }
+            Err(e) => {
+                // A stopped run keeps answering with what stopped it.
+                self.state = Err(e.clone());
+                return Err(e);
+            }
+        };
+        let turn = match W::turn(state, &mut self.run).await {
+            Err(RunError::Returned) => self.run.return_to_sender().map(Transition::To),
+            other => other,
+        };
+        match turn {
+            Ok(Transition::To(next)) => {
+                let name = agent_name::<W>(W::agent_of(&next));
+                self.state = Ok(Some(next));
+                Ok(Step::Continue { next: name })
+            }
+            Ok(Transition::End(output)) => {
+                self.state = Ok(None);
+                Ok(Step::Finished(output))
+            }
+            Err(e) => {
+                self.state = Err(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Agent turns completed so far.
+    pub fn hops(&self) -> u32 {
+        self.run.hops
+    }
+
+    /// The transfers recorded so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.run.transcript
+    }
+
+    /// The transcript of the run so far, whatever state it is in (after
+    /// [`Step::Finished`], an error, or midway).
+    pub fn into_transcript(self) -> Transcript {
+        self.run.transcript
+    }
+
+    /// Runs the remaining turns to the end.
+    pub async fn finish(self) -> Result<Completed<W::Output>, Aborted> {
+        let Session { mut run, state } = self;
+        let state = match state {
+            Ok(Some(state)) => state,
+            Ok(None) => {
+                return Err(Aborted {
+                    error: RunError::Finished,
+                    transcript: run.transcript,
+                });
+            }
+            Err(error) => {
+                return Err(Aborted {
+                    error,
+                    transcript: run.transcript,
+                });
+            }
+        };
+        let started = crate::observe::telemetry::now();
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "invoke_workflow",
+            otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
+            gen_ai.operation.name = "invoke_workflow",
+            gen_ai.conversation.id = run.transcript.run_id,
+            workflow.name = W::GRAPH.name,
+            "error.type" = tracing::field::Empty,
+        );
+        #[cfg(feature = "tracing")]
+        let ended =
+            tracing::Instrument::instrument(W::run_to_end(state, &mut run), span.clone()).await;
+        #[cfg(not(feature = "tracing"))]
+        let ended = W::run_to_end(state, &mut run).await;
+        #[cfg(feature = "tracing")]
+        if let Err(error) = &ended {
+            span.record("error.type", error_type(error));
+        }
+        crate::observe::telemetry::run_ended::<W, _>(started, &ended);
+        match ended {
+            Ok(output) => Ok(Completed {
+                output,
+                transcript: run.transcript,
+            }),
+            Err(error) => Err(Aborted {
+                error,
+                transcript: run.transcript,
+            }),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! What a person reads after a run: the path taken, the outcome, and per
+//! agent turns, tool calls, failures, tokens and time (`RunSummary`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::run::{Status, Transcript};
+use crate::spec::{Endpoint, Receipt};
+/// A readable account of one run: the path taken, how it ended, and per
+/// agent its turns, tool calls, tokens and time. `Display` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunSummary {
+    /// The run.
+    pub run_id: u64,
+    /// The agents in the order their turns ran.
+    pub path: Vec<String>,
+    /// How the run ended (or where it stands).
+    pub outcome: String,
+    /// Per agent, in the order they first ran.
+    pub agents: Vec<AgentSummary>,
+}
+
+/// One agent's share of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSummary {
+    /// The agent.
+    pub name: String,
+    /// Turns it ran.
+    pub turns: u32,
+    /// Tool calls it made.
+    pub tool_calls: u32,
+    /// Of those, the ones that failed.
+    pub failed_tool_calls: u32,
+    /// Tokens it charged (prompt and completion).
+    pub tokens: u64,
+    /// Microseconds from its receipts to what its turns produced.
+    pub time_us: u64,
+}
+
+impl Transcript {
+    /// A readable account of the run so far.
+    pub fn summary(&self) -> RunSummary {
+        let mut path = Vec::new();
+        let mut agents: Vec<AgentSummary> = Vec::new();
+        let by_name = |name: &str, agents: &mut Vec<AgentSummary>| -> usize {
+            match agents.iter().position(|a| a.name == name) {
+                Some(i) => i,
+                None => {
+                    agents.push(AgentSummary {
+                        name: name.to_owned(),
+                        ..AgentSummary::default()
+                    });
+                    agents.len() - 1
+                }
+            }
+        };
+        for (i, e) in self.entries.iter().enumerate() {
+            let Some(edge) = self.graph.edges.get(e.edge as usize) else {
+                continue;
+            };
+            // A handoff returned to its sender: the sender's turn ran again
+            // (on its earlier input), producing the next entry.
+            let returned_to = match (e.status, edge.from, self.entries.get(i + 1)) {
+                (Status::Rejected, crate::spec::Node::Agent(_), Some(next))
+                    if self.graph.edges.get(next.edge as usize).map(|n| n.from)
+                        == Some(edge.from) =>
+                {
+                    Some(edge.from)
+                }
+                _ => None,
+            };
+            if let Some(sender) = returned_to {
+                let name = self.graph.node_name(sender);
+                path.push(name.to_owned());
+                let a = by_name(name, &mut agents);
+                agents[a].turns += 1;
+                if let Some(next) = self.entries.get(i + 1) {
+                    agents[a].time_us += next.at_us.saturating_sub(e.at_us);
+                }
+            }
+            if e.status.ran()
+                && let crate::spec::Node::Agent(_) = edge.to
+            {
+                let name = self.graph.node_name(edge.to);
+                path.push(name.to_owned());
+                let a = by_name(name, &mut agents);
+                agents[a].turns += 1;
+                if let Some(next) = self.entries.get(i + 1) {
+                    agents[a].time_us += next.at_us.saturating_sub(e.at_us);
+                }
+            }
+        }
+        for (_, turn) in &self.turns {
+            let a = by_name(&turn.agent, &mut agents);
+            agents[a].tool_calls += turn.tool_calls.len() as u32;
+            agents[a].failed_tool_calls += turn
+                .tool_calls
+                .iter()
+                .filter(|c| matches!(c.outcome, crate::spec::ToolOutcome::Failed { .. }))
+                .count() as u32;
+            agents[a].tokens += turn.usage.total_tokens();
+        }
+        let last = self.len().checked_sub(1);
+        let outcome = match last.and_then(|i| Some((self.record(i).ok()?, i))) {
+            None => "no transfer recorded".to_owned(),
+            Some((r, _)) => match (&r.receipt, &r.to) {
+                (Receipt::Accepted, Endpoint::End) => "completed".to_owned(),
+                (Receipt::Rejected { reason }, _) => {
+                    format!("rejected at {} -> {}: {reason}", r.from, r.to)
+                }
+                (Receipt::Escalated { reason }, _) => {
+                    format!(
+                        "suspended at {} -> {}, waiting for a decision: {reason}",
+                        r.from, r.to
+                    )
+                }
+                (Receipt::TurnFailed { error }, _) => format!("failed in {}: {error}", r.to),
+                _ => format!("in progress: {} is next", r.to),
+            },
+        };
+        RunSummary {
+            run_id: self.run_id,
+            path,
+            outcome,
+            agents,
+        }
+    }
+}
+
+impl fmt::Display for RunSummary {
+    /// `run N: a -> b -> c, completed`, then one line per agent.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "run {}: {} ({} turns), {}",
+            self.run_id,
+            if self.path.is_empty() {
+                "no agent ran".to_owned()
+            } else {
+                self.path.join(" -> ")
+            },
+            self.path.len(),
+            self.outcome
+        )?;
+        for a in &self.agents {
+            write!(
+                f,
+                "  {:<16} {} turn{}, {} tool call{}",
+                a.name,
+                a.turns,
+                if a.turns == 1 { "" } else { "s" },
+                a.tool_calls,
+                if a.tool_calls == 1 { "" } else { "s" },
+            )?;
+            if a.failed_tool_calls > 0 {
+                write!(f, " ({} failed)", a.failed_tool_calls)?;
+            }
+            if a.tokens > 0 {
+                write!(f, ", {} tokens", a.tokens)?;
+            }
+            writeln!(f, ", {:.3} ms", a.time_us as f64 / 1000.0)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! The manifest of a workflow (its published shape) and its Mermaid diagram.
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::export::file_name;
+use crate::spec::{Graph, Node};
+
+/// A published description of a workflow's graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The workflow's name.
+    pub workflow: String,
+    /// The entry agent.
+    pub entry: String,
+    /// The schema file of the workflow input.
+    pub input_schema: String,
+    /// The schema file of the workflow output.
+    pub output_schema: String,
+    /// The computed upper bound on agent turns in any run.
+    pub max_hops: u32,
+    /// The agents.
+    pub agents: Vec<ManifestAgent>,
+    /// The authorities and their one owner each.
+    pub authorities: Vec<ManifestAuthority>,
+    /// The tools.
+    pub tools: Vec<ManifestTool>,
+    /// The handoff edges, `START` and `END` included.
+    pub edges: Vec<ManifestEdge>,
+}
+
+/// An agent in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestAgent {
+    /// Its name.
+    pub name: String,
+    /// The schema file of its input.
+    pub input_schema: String,
+    /// The authorities it owns.
+    pub owns: Vec<String>,
+    /// The tools it is granted.
+    pub tools: Vec<String>,
+    /// Its timeout, if declared.
+    pub timeout_ms: Option<u64>,
+    /// Its pre-conditions, as `expr: message`.
+    pub pre: Vec<String>,
+    /// Its post-conditions, as `expr: message`.
+    pub post: Vec<String>,
+    /// What a rejection at its receipt does.
+    pub on_reject: crate::spec::OnReject,
+}
+
+/// An authority and its owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestAuthority {
+    /// The authority.
+    pub name: String,
+    /// The one agent that owns it.
+    pub owner: String,
+}
+
+/// A tool in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestTool {
+    /// Its name.
+    pub name: String,
+    /// The schema file of its input.
+    pub input_schema: String,
+    /// The schema file of its output.
+    pub output_schema: String,
+    /// The authority it needs, if any.
+    pub needs: Option<String>,
+    /// What it does (its doc comment).
+    pub description: String,
+    /// What it does to the world.
+    pub effect: crate::spec::Effect,
+    /// What happens when a call fails.
+    pub fallback: crate::spec::Fallback,
+}
+
+/// An edge in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestEdge {
+    /// The sender (`START` for the workflow input).
+    pub from: String,
+    /// The receiver (`END` for the workflow output).
+    pub to: String,
+    /// The schema file of the payload.
+    pub payload_schema: String,
+    /// The loop bound, if declared.
+    pub bound: Option<u32>,
+}
+
+impl Manifest {
+    /// The manifest of `graph`.
+    pub fn of(graph: &Graph) -> Self {
+        let conditions = |cs: &[crate::spec::Condition]| {
+            cs.iter()
+                .map(|c| format!("{}: {}", c.expr, c.message))
+                .collect()
+        };
+        // Edge 0 is `START -> entry`; a hand-written graph may lack it.
+        let entry_node = graph.edges.first().map_or(Node::End, |e| e.to);
+        let entry = graph.node_name(entry_node).to_owned();
+        Manifest {
+            workflow: graph.name.to_owned(),
+            entry,
+            input_schema: graph
+                .edges
+                .first()
+                .map(|e| file_name(&(e.payload_schema)()))
+                .unwrap_or_default(),
+            output_schema: graph
+                .edges
+                .iter()
+                .find(|e| e.to == Node::End)
+                .map(|e| file_name(&(e.payload_schema)()))
+                .unwrap_or_default(),
+            max_hops: graph.max_hops,
+            agents: graph
+                .agents
+                .iter()
+                .map(|a| ManifestAgent {
+                    name: a.name.to_owned(),
+                    input_schema: file_name(&(a.input_schema)()),
+                    owns: a.owns.iter().map(|s| (*s).to_owned()).collect(),
+                    tools: a.tools.iter().map(|s| (*s).to_owned()).collect(),
+                    timeout_ms: a.timeout_ms,
+                    pre: conditions(a.pre),
+                    post: conditions(a.post),
+                    on_reject: a.on_reject,
+                })
+                .collect(),
+            authorities: graph
+                .agents
+                .iter()
+                .flat_map(|a| {
+                    a.owns.iter().map(|o| ManifestAuthority {
+                        name: (*o).to_owned(),
+                        owner: a.name.to_owned(),
+                    })
+                })
+                .collect(),
+            tools: graph
+                .tools
+                .iter()
+                .map(|t| ManifestTool {
+                    name: t.name.to_owned(),
+                    input_schema: file_name(&(t.input_schema)()),
+                    output_schema: file_name(&(t.output_schema)()),
+                    needs: t.needs.map(str::to_owned),
+                    description: t.description.to_owned(),
+                    effect: t.effect,
+                    fallback: t.fallback,
+                })
+                .collect(),
+            edges: graph
+                .edges
+                .iter()
+                .map(|e| ManifestEdge {
+                    from: graph.node_name(e.from).to_owned(),
+                    to: graph.node_name(e.to).to_owned(),
+                    payload_schema: file_name(&(e.payload_schema)()),
+                    bound: e.bound,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A Mermaid flowchart of `graph`: one node per agent, one arrow per edge,
+/// labelled with the payload type and the loop bound.
+pub fn mermaid(graph: &Graph) -> String {
+    // Node ids are prefixed: Mermaid reserves words such as `end`.
+    let id = |n: Node| match n {
+        Node::Start => "start__".to_owned(),
+        Node::End => "end__".to_owned(),
+        Node::Agent(_) => format!("agent_{}", graph.node_name(n)),
+    };
+    let mut out = String::from("flowchart TD\n");
+    out.push_str("    start__([START])\n");
+    for (i, a) in graph.agents.iter().enumerate() {
+        let _ = writeln!(out, "    {}[{}]", id(Node::Agent(i as u16)), a.name);
+    }
+    out.push_str("    end__([END])\n");
+    for e in graph.edges {
+        let label = match e.bound {
+            Some(n) => format!("{} max {n}", e.payload),
+            None => e.payload.to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "    {} -->|\"{}\"| {}",
+            id(e.from),
+            label.replace('"', "'"),
+            id(e.to)
+        );
+    }
+    out
+}

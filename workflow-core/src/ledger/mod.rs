@@ -1,0 +1,209 @@
+//! Durable, hash-chained transfer records (guarantee 11).
+//!
+//! With a [`Ledger`] attached (`Executor::with_ledger`), the executor
+//! commits every transfer once its receipt is decided, before the receiver's
+//! body runs, and the `END` transfer before the run returns. Each record
+//! carries the hash of the one before it, so [`verify`] finds any record that
+//! was edited, removed, reordered or cut off.
+//!
+//! [`MemoryLedger`] keeps records in memory (tests); `SqliteLedger` (feature
+//! `sqlite`) keeps them in an embedded SQLite file, nothing to install.
+
+mod chain;
+mod divergence;
+pub(crate) mod journal;
+mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use crate::spec::{LedgerError, PayloadFormat};
+pub use chain::*;
+pub use divergence::*;
+pub(crate) use journal::*;
+pub use memory::*;
+#[cfg(feature = "sqlite")]
+pub use sqlite::*;
+
+use crate::spec::ToolCallRecord;
+use crate::spec::{Endpoint, Receipt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// A transfer as the ledger stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerRecord {
+    /// The workflow's name.
+    pub workflow: String,
+    /// The run.
+    pub run_id: u64,
+    /// Position in the run, from 0.
+    pub seq: u32,
+    /// Agent turns completed before this transfer.
+    pub hop: u32,
+    /// The sender.
+    pub from: Endpoint,
+    /// The receiver.
+    pub to: Endpoint,
+    /// The payload's Rust type.
+    pub payload_type: String,
+    /// How `payload` is encoded.
+    pub payload_format: PayloadFormat,
+    /// The payload's canonical bytes, hex-encoded.
+    pub payload: String,
+    /// The receiver's answer.
+    pub receipt: Receipt,
+    /// Microseconds since the run started.
+    pub at_us: u64,
+    /// The same transfer delivered again after an escalation or a failed
+    /// turn (absent from records that are not: ledgers written before it
+    /// existed read the same).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redelivery: bool,
+    /// The sender's turn that produced this transfer (its tool calls with
+    /// arguments, results and outcomes, and the usage it charged), when it
+    /// had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<crate::spec::TurnRecord>,
+    /// The OpenTelemetry trace the transfer was recorded in (32 hex digits)
+    /// when the run is traced with OpenTelemetry (feature `otel` and its
+    /// layer installed); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
+    /// The OpenTelemetry span the transfer was recorded in (16 hex digits):
+    /// the span of its `handoff` event, `invoke_workflow` for a run driven
+    /// by `Executor::run`; empty when `trace_id` is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub span_id: String,
+    /// The hash of the previous record of the run (64 zeros for the first).
+    pub prev_hash: String,
+    /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
+    pub hash: String,
+}
+
+/// The hash of the record before the first one of a run.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+impl LedgerRecord {
+    /// The hash of the record's content chained to `prev_hash`.
+    pub fn compute_hash(&self) -> String {
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(self.prev_hash.as_bytes());
+        field(self.workflow.as_bytes());
+        field(&self.run_id.to_le_bytes());
+        field(&self.seq.to_le_bytes());
+        field(&self.hop.to_le_bytes());
+        field(self.from.to_string().as_bytes());
+        field(self.to.to_string().as_bytes());
+        field(self.payload_type.as_bytes());
+        field(match self.payload_format {
+            PayloadFormat::Msgpack => b"msgpack",
+            PayloadFormat::Json => b"json",
+        });
+        field(self.payload.as_bytes());
+        // A receipt always serializes; its JSON is canonical (fixed order).
+        field(
+            serde_json::to_string(&self.receipt)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        field(&self.at_us.to_le_bytes());
+        // Absent for most records: hashed as nothing, so records without a
+        // turn hash as they always did.
+        if self.redelivery {
+            field(b"redelivery");
+        }
+        if let Some(turn) = &self.turn {
+            field(serde_json::to_string(turn).unwrap_or_default().as_bytes());
+        }
+        // The trace link came later: a record without one hashes as before.
+        if !self.trace_id.is_empty() || !self.span_id.is_empty() {
+            field(self.trace_id.as_bytes());
+            field(self.span_id.as_bytes());
+        }
+        hex::encode(h.finalize())
+    }
+
+    /// The payload's canonical bytes.
+    pub fn payload_bytes(&self) -> Result<Vec<u8>, LedgerError> {
+        hex::decode(&self.payload)
+            .map_err(|e| LedgerError::Corrupt(format!("payload of #{}: {e}", self.seq)))
+    }
+
+    /// The payload as JSON text: the same text `serde_json` wrote for the
+    /// value handed over.
+    pub fn payload_json(&self) -> Result<String, LedgerError> {
+        crate::encode::to_json(self.payload_format, &self.payload_bytes()?)
+            .map_err(|e| LedgerError::Corrupt(format!("payload of #{}: {e}", self.seq)))
+    }
+}
+
+/// Where records are committed.
+pub trait Ledger: Send + Sync {
+    /// Stores `record` durably; when this returns `Ok`, the record survives
+    /// the process. A second record with the same run and sequence number is
+    /// refused.
+    fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError>;
+
+    /// The records of `run_id`, in sequence order.
+    fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError>;
+
+    /// The ids of the stored runs, in increasing order.
+    fn runs(&self) -> Result<Vec<u64>, LedgerError>;
+
+    /// The last sequence number and hash appended for `run_id`, kept apart
+    /// from the records so that records cut off the end are found.
+    fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError>;
+
+    /// Journals the outcome of a tool call before the agent that made it
+    /// sees it: call `call.index` of the turn whose outcome takes sequence
+    /// number `turn_seq` in run `run_id`. When a run is resumed, the turn
+    /// cut by the crash is served these outcomes instead of calling the
+    /// tools again; a later call at the same place replaces the entry.
+    ///
+    /// The default keeps nothing: with a ledger that does not override it,
+    /// a resumed turn calls its tools again (at least once).
+    fn append_tool_call(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &ToolCallRecord,
+    ) -> Result<(), LedgerError> {
+        let _ = (run_id, turn_seq, call);
+        Ok(())
+    }
+
+    /// The tool calls journaled for the turn at `turn_seq` of run `run_id`
+    /// ([`append_tool_call`](Self::append_tool_call)), in index order.
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+        let _ = (run_id, turn_seq);
+        Ok(Vec::new())
+    }
+
+    /// Verifies the stored records of `run_id` against their chain and head.
+    fn verify_run(&self, run_id: u64) -> Result<Result<(), Tampering>, LedgerError> {
+        let records = self.records(run_id)?;
+        let head = self.head(run_id)?;
+        Ok(verify(
+            run_id,
+            &records,
+            head.as_ref().map(|(s, h)| (*s, h.as_str())),
+        ))
+    }
+}
+
+impl fmt::Display for LedgerRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "run {} #{} hop {} {} -> {} {:?} {}",
+            self.run_id, self.seq, self.hop, self.from, self.to, self.receipt, self.payload_type
+        )
+    }
+}

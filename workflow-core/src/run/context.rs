@@ -1,0 +1,265 @@
+//! What an agent sees during its turn (`Context`) and what its turns share
+//! with the run: the turn's log and the budgets.
+
+use crate::spec::RejectReason;
+use crate::spec::ToolError;
+use crate::spec::agent_name;
+use crate::spec::{Authority, Expiry, Payload, Scope};
+use crate::spec::{BudgetExhausted, Usage};
+use crate::spec::{Then, ToolCallRecord};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::run::{CallSite, ToolCall, call_tool};
+use crate::spec::{Agent, Granted, Tool, Workflow};
+/// What an agent sees during its turn: the pinned invariants, its granted
+/// tools and its owned authorities, nothing else.
+pub struct Context<'x, W: Workflow, A> {
+    pub(crate) root: &'x W::Root,
+    pub(crate) deps: &'x W::Deps,
+    pub(crate) hop: u32,
+    pub(crate) run_id: u64,
+    /// The scope of the handoff the agent works under (`None` for the
+    /// workflow input, which delegates nothing).
+    pub(crate) scope: Option<(&'static str, Expiry)>,
+    pub(crate) shared: Arc<RunShared>,
+    /// The sequence number the record of this turn's outcome takes (its
+    /// handoff, or the record of its failure): with the call's index, what
+    /// identifies a tool call of the run.
+    pub(crate) turn_seq: u32,
+    /// Where each tool call's outcome is journaled before the agent sees it
+    /// (the run's ledger), so that a resumed turn does not repeat it.
+    pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
+    pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+/// What a run's turns share with the executor: the log of the current
+/// turn (tool calls, usage, failures) and the budgets.
+#[derive(Default)]
+pub(crate) struct RunShared {
+    pub(crate) budget: Option<crate::spec::Budget>,
+    /// The model `cx.generate` asks (`Executor::with_model`).
+    pub(crate) model: Option<Arc<dyn crate::llm::Model>>,
+    /// Set once anything is logged, so that a turn without tool calls or
+    /// charges costs one atomic load.
+    pub(crate) dirty: std::sync::atomic::AtomicBool,
+    pub(crate) log: std::sync::Mutex<TurnLog>,
+    /// Tool calls already recorded (a replay, or a turn cut by a crash),
+    /// served instead of calling the tools again.
+    pub(crate) recorded: Option<crate::ledger::RecordedCalls>,
+}
+
+/// The log of the current turn.
+#[derive(Default)]
+pub(crate) struct TurnLog {
+    pub(crate) next_call: u32,
+    pub(crate) calls: Vec<ToolCallRecord>,
+    pub(crate) usage: Usage,
+    /// Spent by the run before this turn.
+    pub(crate) spent_before: Usage,
+    /// The first call that failed under its fallback policy.
+    pub(crate) failure: Option<(ToolError, Then)>,
+    /// The rejection this turn's earlier handoff got back, when the turn
+    /// runs again because of it.
+    pub(crate) returned: Option<Returned>,
+    /// The person who approved this turn's input at an escalation.
+    pub(crate) approval: Option<Approval>,
+    pub(crate) next_model_call: u32,
+    pub(crate) model_calls: Vec<crate::spec::ModelCallRecord>,
+}
+
+impl RunShared {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, TurnLog> {
+        // A panic in another task holding the lock leaves a log that is
+        // still consistent (every write is one push or one add).
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn mark(&self) {
+        self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Charges `usage` to the current turn; past a budget it is an error.
+    pub(crate) fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
+        let mut log = self.lock();
+        log.usage.add(&usage);
+        self.mark();
+        let mut spent = log.spent_before;
+        spent.add(&log.usage);
+        match self.budget.and_then(|b| b.over(&spent, false)) {
+            Some((budget, limit, spent)) => Err(BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A handoff returned to its sender: the receiver rejected it, and the
+/// sender's turn runs again to handle the rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returned {
+    /// The receiver that rejected it.
+    pub by: &'static str,
+    /// Why.
+    pub reason: RejectReason,
+    /// How many times this receiver has returned a handoff in this run.
+    pub times: u32,
+}
+
+/// A person's approval of an escalated transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Who approved.
+    pub by: String,
+    /// Whether the payload was edited.
+    pub edited: bool,
+}
+
+impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
+    /// The invariants pinned for this run.
+    pub fn root(&self) -> &'x W::Root {
+        self.root
+    }
+
+    /// The agent's own name.
+    pub fn agent_name(&self) -> &'static str {
+        agent_name::<W>(A::INDEX)
+    }
+
+    /// The authorities this agent owns.
+    pub fn owned_authorities(&self) -> &'static [&'static str] {
+        W::GRAPH
+            .agents
+            .get(A::INDEX as usize)
+            .map_or(&[], |a| a.owns)
+    }
+
+    /// Agent turns completed before this one.
+    pub fn hop(&self) -> u32 {
+        self.hop
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// A scope delegating `authority` to a receiver (which must own it).
+    pub fn delegate<Au: Authority>(&self, authority: Au) -> Scope<Au> {
+        Scope::new(authority)
+    }
+
+    /// When this turn runs again because the receiver of its handoff
+    /// returned it: who, and why. Handle it: sending the same payload again
+    /// is rejected.
+    pub fn returned(&self) -> Option<Returned> {
+        self.shared.lock().returned.clone()
+    }
+
+    /// When this turn runs after a person approved its input at an
+    /// escalation: who, and whether they edited it.
+    pub fn approval(&self) -> Option<Approval> {
+        self.shared.lock().approval.clone()
+    }
+
+    /// Charges `usage` (tokens, cost) to the run's budget. Past a budget it
+    /// is an error; the run stops with
+    /// [`RunError::BudgetExhausted`] at the end of the turn whatever the
+    /// agent does with the error.
+    pub fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
+        self.shared.charge(usage)
+    }
+
+    /// Asks the run's model (`Executor::with_model`) for a `T`: the prompt
+    /// goes out with `T`'s JSON Schema as the response format, and the
+    /// reply comes back only as a `T` that matches it (see
+    /// [`Generation`](crate::run::Generation): repairs, rules, budget).
+    /// Every attempt's tokens are charged to the run's budget, and the call
+    /// is recorded with the turn. With `?` a failure ends the turn.
+    pub fn generate<T: Payload>(
+        &self,
+        prompt: impl Into<crate::llm::Prompt>,
+    ) -> crate::run::Generation<'static, T> {
+        let model = self.shared.model.clone();
+        crate::run::Generation::shared(self.shared.clone(), model, prompt.into())
+    }
+
+    /// Like [`generate`](Self::generate), asking `model` instead of the
+    /// run's model.
+    pub fn generate_with<'m, T: Payload>(
+        &self,
+        model: &'m dyn crate::llm::Model,
+        prompt: impl Into<crate::llm::Prompt>,
+    ) -> crate::run::Generation<'m, T> {
+        crate::run::Generation::borrowed(self.shared.clone(), model, prompt.into())
+    }
+
+    /// What the run has spent so far, this turn included.
+    pub fn spent(&self) -> Usage {
+        let log = self.shared.lock();
+        let mut spent = log.spent_before;
+        spent.add(&log.usage);
+        spent
+    }
+
+    /// Calls a tool this agent is granted.
+    ///
+    /// Before the call: the tool's authority must be the one the handoff
+    /// delegates, not expired, and the tool-call budget must have room.
+    /// After it: the result must pass the output's [`FailFast`] rule;
+    /// transient failures are retried as the tool declares. Every call is
+    /// recorded (arguments, result and its digest, outcome, attempts,
+    /// duration) with the transfer its turn produces.
+    pub fn call<T>(&self, tool: T, input: T::Input) -> ToolCall<'x, T::Output>
+    where
+        T: Tool<W>,
+        A: Granted<T>,
+    {
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", T::NAME),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = T::NAME,
+            gen_ai.conversation.id = self.run_id,
+            "error.type" = tracing::field::Empty,
+        );
+        let deps = self.deps;
+        let shared = self.shared.clone();
+        let at = CallSite {
+            scope: self.scope,
+            hop: self.hop,
+            run_id: self.run_id,
+            turn_seq: self.turn_seq,
+            journal: self.journal,
+        };
+        let call = async move { call_tool::<W, T>(tool, input, deps, &shared, at).await };
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(call, span.clone());
+        let call = crate::observe::telemetry::timed_tool::<W, T, _>(call);
+        ToolCall {
+            call: Box::pin(call),
+            #[cfg(feature = "tracing")]
+            span,
+        }
+    }
+}
+
+impl<W: Workflow, A> Clone for Context<'_, W, A> {
+    fn clone(&self) -> Self {
+        Context {
+            root: self.root,
+            deps: self.deps,
+            hop: self.hop,
+            run_id: self.run_id,
+            scope: self.scope,
+            shared: self.shared.clone(),
+            turn_seq: self.turn_seq,
+            journal: self.journal,
+            agent: PhantomData,
+        }
+    }
+}

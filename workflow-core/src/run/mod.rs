@@ -1,0 +1,16 @@
+//! The run layer, the only place with mutable run state: the `Runtime` that
+//! checks each receipt and records each transfer, what an agent sees during
+//! its turn (`Context`), its tool calls and model generations, and the
+//! run's `Transcript`.
+
+pub mod context;
+pub mod generate;
+pub mod runtime;
+pub mod tool_call;
+pub mod transcript;
+
+pub use context::*;
+pub use generate::*;
+pub use runtime::*;
+pub use tool_call::*;
+pub use transcript::*;

@@ -1,0 +1,1373 @@
+//! The state of one run and the checks of every transition: the receipt,
+//! the body's result, the record of each transfer, the ledger commit.
+
+use crate::spec::agent_name;
+use std::borrow::Cow;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::run::{Context, Returned, RunShared};
+use crate::run::{Entry, Status, Transcript};
+use crate::spec::Then;
+use crate::spec::{Agent, Route, Transition, Workflow};
+use crate::spec::{Budget, Usage};
+use crate::spec::{ContractView, Expiry, Moment};
+use crate::spec::{Escalation, RejectReason, TurnRecord};
+use crate::spec::{Gate, Invariants, TokenCounter, TransferView};
+use crate::spec::{Node, OnReject};
+use crate::spec::{Reject, RunError};
+
+/// What an executor sets for each of its runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Limits<'x> {
+    pub(crate) max_hops: u32,
+    pub(crate) ledger: Option<&'x dyn crate::ledger::Ledger>,
+    pub(crate) budget: Option<Budget>,
+    /// The run deadline, in ms after the run started.
+    pub(crate) deadline_ms: Option<u64>,
+    pub(crate) gate: Option<&'x dyn Gate>,
+    pub(crate) tokens: &'x dyn TokenCounter,
+    pub(crate) model: Option<&'x Arc<dyn crate::llm::Model>>,
+    pub(crate) progress: Option<&'x (dyn Fn(&Progress) + Send + Sync)>,
+}
+
+/// Where a run stands, given to the executor's progress callback
+/// (`Executor::with_progress`) each time an agent's turn starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The workflow.
+    pub workflow: &'static str,
+    /// The run.
+    pub run_id: u64,
+    /// Agent turns completed before this one.
+    pub hop: u32,
+    /// The agent whose turn starts.
+    pub agent: &'static str,
+    /// Milliseconds since the run started.
+    pub elapsed_ms: u64,
+}
+
+/// The state of one run as the executor keeps it.
+pub struct Runtime<'x, W: Workflow> {
+    root: &'x W::Root,
+    deps: &'x W::Deps,
+    pub(crate) hops: u32,
+    max_hops: u32,
+    edge_uses: Box<[u32]>,
+    clock: &'static quanta::Clock,
+    started: u64,
+    pub(crate) transcript: Transcript,
+    ledger: Option<&'x dyn crate::ledger::Ledger>,
+    limits: Limits<'x>,
+    shared: Arc<RunShared>,
+    /// What the run spent before the current turn.
+    pub(crate) spent: Usage,
+    /// The questions the agent whose turn runs received (to check that its
+    /// handoff acknowledges each).
+    open: Vec<String>,
+    /// The entry the current turn works on.
+    turn_input: usize,
+    /// Handoffs each agent has returned to their senders.
+    returns: Box<[u32]>,
+    /// The payload of the last handoff returned to its sender, by edge: the
+    /// same bytes sent again are rejected.
+    returned_payload: Option<(u16, Vec<u8>)>,
+    /// Set when the next turn is a sender's, to handle its returned handoff.
+    pending_return: Option<Returned>,
+    /// Set when the pending transfer is a person's edited payload.
+    pub(crate) approver: Option<String>,
+    /// The scope of the handoff the current turn works under.
+    turn_scope: Option<(&'static str, Expiry)>,
+    /// The hash of the last record committed to the ledger.
+    prev_hash: String,
+    /// Microseconds the run had run before it was resumed.
+    at_offset_us: u64,
+    /// Set on a resumed run whose last record is an accepted transfer: the
+    /// receiver's turn runs again without a second receipt.
+    pub(crate) resumed_turn: bool,
+}
+
+static RUN_IDS: AtomicU64 = AtomicU64::new(0);
+
+/// A run id unique across processes sharing a ledger: seeded once from the
+/// clock and the process id, then counted up.
+fn next_run_id() -> u64 {
+    let id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
+    if id != 0 {
+        return id;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let seed = (now << 12) ^ u64::from(std::process::id());
+    // Whoever loses the race takes the next number of the winner's seed.
+    match RUN_IDS.compare_exchange(1, seed.max(2), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => seed.max(2) - 1,
+        Err(_) => RUN_IDS.fetch_add(1, Ordering::Relaxed),
+    }
+}
+
+/// The clock records are timed with: calibrated once, then read from the
+/// CPU's counter (a few ns, against ~25 ns for `Instant::now`).
+fn clock() -> &'static quanta::Clock {
+    static CLOCK: std::sync::OnceLock<quanta::Clock> = std::sync::OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new)
+}
+
+impl<'x, W: Workflow> Runtime<'x, W> {
+    pub(crate) fn new(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
+        Runtime {
+            root,
+            deps,
+            hops: 0,
+            max_hops: limits.max_hops,
+            edge_uses: vec![0; W::GRAPH.edges.len()].into_boxed_slice(),
+            clock: clock(),
+            started: clock().raw(),
+            transcript: Transcript::new(next_run_id(), W::GRAPH),
+            ledger: limits.ledger,
+            limits,
+            shared: Arc::new(RunShared {
+                budget: limits.budget,
+                model: limits.model.cloned(),
+                ..RunShared::default()
+            }),
+            spent: Usage::default(),
+            open: Vec::new(),
+            turn_input: 0,
+            returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
+            returned_payload: None,
+            pending_return: None,
+            approver: None,
+            turn_scope: None,
+            prev_hash: String::new(),
+            at_offset_us: 0,
+            resumed_turn: false,
+        }
+    }
+
+    /// A runtime carrying on run `run_id` after its ledger `records` (verified).
+    pub(crate) fn restored(
+        root: &'x W::Root,
+        deps: &'x W::Deps,
+        limits: Limits<'x>,
+        ledger: &'x dyn crate::ledger::Ledger,
+        run_id: u64,
+        records: &[crate::ledger::LedgerRecord],
+    ) -> Result<Self, String> {
+        let mut run = Runtime::new(
+            root,
+            deps,
+            Limits {
+                ledger: Some(ledger),
+                ..limits
+            },
+        );
+        run.transcript = Transcript::new(run_id, W::GRAPH);
+        for r in records {
+            let from = r.from.to_string();
+            let to = r.to.to_string();
+            let edge = W::GRAPH
+                .edges
+                .iter()
+                .position(|e| W::GRAPH.node_name(e.from) == from && W::GRAPH.node_name(e.to) == to)
+                .ok_or_else(|| {
+                    format!(
+                        "record #{} names an edge {from} -> {to} the workflow does not have",
+                        r.seq
+                    )
+                })?;
+            let bytes = r.payload_bytes().map_err(|e| e.to_string())?;
+            let t = &mut run.transcript;
+            let start = t.bytes.len();
+            t.bytes.extend_from_slice(&bytes);
+            t.entries.push(Entry {
+                hop: r.hop,
+                edge: edge as u16,
+                status: Status::Pending,
+                redelivery: r.redelivery,
+                format: r.payload_format,
+                start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                at_us: r.at_us,
+            });
+            let i = t.entries.len() - 1;
+            t.note(i, r.receipt.clone());
+            if let Some(turn) = &r.turn {
+                t.turns.push((i as u32, turn.clone()));
+                run.spent.add(&turn.usage);
+            }
+            let status = t.entries[i].status;
+            let info = &W::GRAPH.edges[edge];
+            if info.bound.is_some() && !r.redelivery {
+                run.edge_uses[edge] += 1;
+            }
+            if let Node::Agent(to) = info.to {
+                if status.ran() {
+                    run.hops += 1;
+                    run.turn_input = i;
+                }
+                if status == Status::Rejected
+                    && matches!(agent_on_reject::<W>(to), OnReject::Sender { .. })
+                    && let Some(n) = run.returns.get_mut(to as usize)
+                {
+                    *n += 1;
+                }
+            }
+            run.prev_hash = r.hash.clone();
+            run.at_offset_us = r.at_us;
+        }
+        Ok(run)
+    }
+
+    /// Commits the last record to the ledger, if there is one: called once
+    /// its receipt is decided, before the receiver's body runs.
+    fn commit_last(&mut self) -> Result<(), RunError> {
+        let Some(ledger) = self.ledger else {
+            return Ok(());
+        };
+        let i = self.transcript.len().saturating_sub(1);
+        let prev = if i == 0 {
+            crate::ledger::GENESIS
+        } else {
+            self.prev_hash.as_str()
+        };
+        let record = self
+            .transcript
+            .ledger_record(i, prev)
+            .map_err(|e| RunError::Ledger(e.to_string()))?;
+        ledger
+            .append(&record)
+            .map_err(|e| RunError::Ledger(e.to_string()))?;
+        self.prev_hash = record.hash;
+        Ok(())
+    }
+
+    /// The transfers recorded so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Agent turns completed so far.
+    pub fn hops(&self) -> u32 {
+        self.hops
+    }
+
+    fn context<A: Agent<W>>(&self, scope: Option<(&'static str, Expiry)>) -> Context<'x, W, A> {
+        Context {
+            root: self.root,
+            deps: self.deps,
+            hop: self.hops,
+            run_id: self.transcript.run_id,
+            scope,
+            shared: self.shared.clone(),
+            turn_seq: self.transcript.len() as u32,
+            journal: self.ledger,
+            agent: PhantomData,
+        }
+    }
+
+    /// Serves `calls` (recorded before) instead of calling the tools again:
+    /// set before the run's next turn.
+    pub(crate) fn serve_recorded(&mut self, calls: crate::ledger::RecordedCalls) {
+        self.shared = Arc::new(RunShared {
+            budget: self.limits.budget,
+            model: self.limits.model.cloned(),
+            recorded: Some(calls),
+            ..RunShared::default()
+        });
+    }
+
+    /// Records the transfer of `payload` over edge `edge` to an agent, with
+    /// its receipt pending; `contract` is the payload's contract (`None`
+    /// for the workflow input). Rejects it if the edge's loop bound is used
+    /// up or the payload drops an uncertainty item the sender received.
+    pub fn handoff<P: Serialize>(
+        &mut self,
+        edge: u16,
+        payload: &P,
+        contract: Option<ContractView<'_>>,
+    ) -> Result<(), RunError> {
+        let info = self.edge(edge, Node::End, false)?;
+        self.record(edge, info, payload, Status::Pending)?;
+        if let Some(bound) = info.bound {
+            let uses = &mut self.edge_uses[edge as usize];
+            *uses += 1;
+            if *uses > bound {
+                return Err(self.reject_last(RejectReason::LoopBound { bound }));
+            }
+        }
+        if let Some(question) = self.dropped_question(contract.as_ref()) {
+            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+        }
+        Ok(())
+    }
+
+    /// Records the transfer of the workflow output over edge `edge` to
+    /// `END`; `contract` is the output's contract if it is a handoff type.
+    /// The transfer-wide checks (invariants, forbidden fields, the gate)
+    /// and the uncertainty rule apply to it as to any transfer.
+    pub fn end<P: Serialize>(
+        &mut self,
+        edge: u16,
+        output: &P,
+        contract: Option<ContractView<'_>>,
+    ) -> Result<(), RunError> {
+        let info = self.edge(edge, Node::End, true)?;
+        self.record(edge, info, output, Status::Pending)?;
+        if contract.is_none() && !self.open.is_empty() {
+            // An output that is not a handoff cannot carry the questions:
+            // they go to the caller with it, recorded with the last turn.
+            let unresolved = std::mem::take(&mut self.open);
+            let at = (self.transcript.len() - 1) as u32;
+            let sender = agent_name::<W>(match info.from {
+                Node::Agent(a) => a,
+                _ => u16::MAX,
+            });
+            match self.transcript.turns.iter_mut().find(|(i, _)| *i == at) {
+                Some((_, turn)) => turn.unresolved = unresolved,
+                None => self.transcript.turns.push((
+                    at,
+                    TurnRecord {
+                        agent: Cow::Borrowed(sender),
+                        input_seq: self.turn_input as u32,
+                        tool_calls: Vec::new(),
+                        model_calls: Vec::new(),
+                        usage: Usage::default(),
+                        unresolved,
+                    },
+                )),
+            }
+        }
+        if let Some(question) = self.dropped_question(contract.as_ref()) {
+            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+        }
+        if let Some(reason) = self.check_transfer(contract.as_ref()) {
+            return Err(self.reject_last(reason));
+        }
+        if let Some(last) = self.transcript.entries.last_mut() {
+            last.status = Status::Accepted;
+        }
+        self.commit_last()
+    }
+
+    /// The first question the current turn received that `contract` neither
+    /// carries forward nor resolves with evidence.
+    #[inline]
+    fn dropped_question(&mut self, contract: Option<&ContractView<'_>>) -> Option<String> {
+        if self.open.is_empty() {
+            return None;
+        }
+        let open = std::mem::take(&mut self.open);
+        open.into_iter().find(|q| match &contract {
+            None => true,
+            Some(c) => !c.open.questions().contains(&q.as_str()) && !c.evidence.resolves(q),
+        })
+    }
+
+    /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
+    /// not: generated code always passes a right index; a hand-written
+    /// workflow that does not gets an error, never a panic.
+    fn edge(
+        &self,
+        edge: u16,
+        end: Node,
+        to_end: bool,
+    ) -> Result<&'static crate::spec::EdgeInfo, RunError> {
+        match W::GRAPH.edges.get(edge as usize) {
+            Some(info) if (info.to == end) == to_end => Ok(info),
+            _ => Err(RunError::Protocol(format!(
+                "edge {edge} is not an edge of workflow `{}` to {}",
+                W::GRAPH.name,
+                if to_end { "END" } else { "an agent" }
+            ))),
+        }
+    }
+
+    fn record<P: Serialize>(
+        &mut self,
+        edge: u16,
+        info: &'static crate::spec::EdgeInfo,
+        payload: &P,
+        status: Status,
+    ) -> Result<(), RunError> {
+        let t = &mut self.transcript;
+        let start = t.bytes.len();
+        let format = match crate::encode::encode(&mut t.bytes, payload) {
+            Ok(format) => format,
+            Err(error) => {
+                return Err(RunError::Encode {
+                    from: W::GRAPH.node_name(info.from),
+                    to: W::GRAPH.node_name(info.to),
+                    error,
+                });
+            }
+        };
+        // Offsets are u32 to keep entries small: a run's records are capped
+        // at 4 GiB of payload bytes rather than silently wrapped.
+        let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
+            t.bytes.truncate(start);
+            return Err(RunError::Encode {
+                from: W::GRAPH.node_name(info.from),
+                to: W::GRAPH.node_name(info.to),
+                error: "the run's records exceed 4 GiB of payload bytes".into(),
+            });
+        };
+        t.entries.push(Entry {
+            hop: self.hops,
+            edge,
+            status,
+            redelivery: false,
+            format,
+            start,
+            end,
+            at_us: self.at_offset_us
+                + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
+        });
+        Ok(())
+    }
+
+    /// Marks the last transfer rejected and returns the matching error,
+    /// routed as the receiver declares: the run stops (`abort`), is
+    /// suspended for a person (`escalate`), or the handoff goes back to its
+    /// sender (`sender`).
+    fn reject_last(&mut self, reason: RejectReason) -> RunError {
+        let i = self.transcript.len().saturating_sub(1);
+        let Some(entry) = self.transcript.entries.last() else {
+            return RunError::Protocol("a receipt was decided with no transfer recorded".into());
+        };
+        let edge_index = entry.edge;
+        let Some(edge) = W::GRAPH.edges.get(edge_index as usize) else {
+            return RunError::Protocol("a receipt was decided for an unknown edge".into());
+        };
+        let (from, to) = (W::GRAPH.node_name(edge.from), W::GRAPH.node_name(edge.to));
+        let policy = match edge.to {
+            Node::Agent(a) if !matches!(reason, RejectReason::HumanRejected { .. }) => {
+                agent_on_reject::<W>(a)
+            }
+            _ => OnReject::Abort,
+        };
+        let error = match (policy, edge.from, edge.to) {
+            (OnReject::Escalate, _, _) => {
+                let reason = Escalation::Rejected { reason };
+                self.transcript.note(
+                    i,
+                    crate::spec::Receipt::Escalated {
+                        reason: reason.clone(),
+                    },
+                );
+                RunError::Suspended { agent: to, reason }
+            }
+            (OnReject::Sender { max }, Node::Agent(_), Node::Agent(receiver))
+                if returnable(&reason) =>
+            {
+                self.transcript.note(
+                    i,
+                    crate::spec::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                let times = self.returns.get(receiver as usize).copied().unwrap_or(0) + 1;
+                if let Some(n) = self.returns.get_mut(receiver as usize) {
+                    *n = times;
+                }
+                if times > max {
+                    RunError::Rejected { from, to, reason }
+                } else {
+                    let bytes = self
+                        .transcript
+                        .payload_bytes(i)
+                        .unwrap_or_default()
+                        .to_vec();
+                    self.returned_payload = Some((edge_index, bytes));
+                    self.pending_return = Some(Returned {
+                        by: to,
+                        reason,
+                        times,
+                    });
+                    RunError::Returned
+                }
+            }
+            _ => {
+                self.transcript.note(
+                    i,
+                    crate::spec::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                RunError::Rejected { from, to, reason }
+            }
+        };
+        self.handoff_event();
+        crate::observe::telemetry::receipt_decided::<W>(
+            self.transcript.entries.last().map(|e| e.edge),
+            || {
+                self.transcript
+                    .receipt(self.transcript.len().saturating_sub(1))
+            },
+        );
+        // A rejection the ledger could not keep is reported as that.
+        match self.commit_last() {
+            Ok(()) => error,
+            Err(ledger) => ledger,
+        }
+    }
+
+    /// The state in which the sender of a returned handoff runs again (its
+    /// last input, read back from the record), after
+    /// [`RunError::Returned`].
+    pub(crate) fn return_to_sender(&mut self) -> Result<W::State, RunError> {
+        let sender = self
+            .transcript
+            .entries
+            .last()
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.from);
+        let Some(Node::Agent(sender)) = sender else {
+            return Err(RunError::Protocol(
+                "a handoff was returned to a sender that is not an agent".into(),
+            ));
+        };
+        let input = self
+            .transcript
+            .entries
+            .iter()
+            .rposition(|e| {
+                e.status.ran()
+                    && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to)
+                        == Some(Node::Agent(sender))
+            })
+            .ok_or_else(|| RunError::Protocol("the sender's input is not recorded".into()))?;
+        let entry = &self.transcript.entries[input];
+        let bytes = self.transcript.payload_bytes(input).unwrap_or_default();
+        let payload = crate::spec::RecordedPayload {
+            format: entry.format,
+            bytes,
+        };
+        let state = W::restore(sender, &payload).map_err(RunError::Resume)?;
+        self.turn_input = input;
+        Ok(state)
+    }
+
+    /// The rejection reason a resumed run whose last record is a returned
+    /// handoff goes on from.
+    pub(crate) fn resume_return(&mut self, reason: RejectReason) -> Option<()> {
+        let e = self.transcript.entries.last()?;
+        let edge = W::GRAPH.edges.get(e.edge as usize)?;
+        let Node::Agent(receiver) = edge.to else {
+            return None;
+        };
+        let OnReject::Sender { max } = agent_on_reject::<W>(receiver) else {
+            return None;
+        };
+        let times = *self.returns.get(receiver as usize)?;
+        if times > max || !returnable(&reason) || !matches!(edge.from, Node::Agent(_)) {
+            return None;
+        }
+        let i = self.transcript.len() - 1;
+        let bytes = self.transcript.payload_bytes(i)?.to_vec();
+        self.returned_payload = Some((e.edge, bytes));
+        self.pending_return = Some(Returned {
+            by: W::GRAPH.node_name(edge.to),
+            reason,
+            times,
+        });
+        Some(())
+    }
+
+    /// The checks every transfer gets, to an agent or to `END`: handoff
+    /// size limits, forbidden fields, the invariants' predicates, the gate.
+    #[inline]
+    fn check_transfer(&self, contract: Option<&ContractView<'_>>) -> Option<RejectReason> {
+        let limits = contract
+            .as_ref()
+            .map_or((None, None), |c| (c.max_bytes, c.max_tokens));
+        let needs_json = limits != (None, None)
+            || !W::Root::FORBIDDEN.is_empty()
+            || W::Root::CHECKS
+            || self.limits.gate.is_some();
+        if !needs_json {
+            return None;
+        }
+        self.check_transfer_json(contract, limits)
+    }
+
+    /// [`check_transfer`](Self::check_transfer) once a check needs the
+    /// payload as JSON (kept out of the common path).
+    #[inline(never)]
+    fn check_transfer_json(
+        &self,
+        contract: Option<&ContractView<'_>>,
+        limits: (Option<u64>, Option<u64>),
+    ) -> Option<RejectReason> {
+        let i = self.transcript.len().checked_sub(1)?;
+        let text = match self.transcript.payload(i) {
+            Ok(text) => text,
+            Err(e) => {
+                return Some(RejectReason::SchemaMismatch {
+                    errors: vec![e.to_string()],
+                });
+            }
+        };
+        if let Some(max) = limits.0
+            && text.len() as u64 > max
+        {
+            return Some(RejectReason::TooLarge {
+                unit: Cow::Borrowed("bytes"),
+                size: text.len() as u64,
+                max,
+            });
+        }
+        if let Some(max) = limits.1 {
+            let tokens = self.limits.tokens.count(&text);
+            if tokens > max {
+                return Some(RejectReason::TooLarge {
+                    unit: Cow::Borrowed("tokens"),
+                    size: tokens,
+                    max,
+                });
+            }
+        }
+        let payload: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(RejectReason::SchemaMismatch {
+                    errors: vec![e.to_string()],
+                });
+            }
+        };
+        if let Some(path) = crate::spec::find_forbidden(&payload, W::Root::FORBIDDEN) {
+            return Some(RejectReason::ForbiddenField {
+                path: path.to_owned(),
+            });
+        }
+        let entry = self.transcript.entries.get(i)?;
+        let edge = W::GRAPH.edges.get(entry.edge as usize)?;
+        let view = TransferView {
+            workflow: W::GRAPH.name,
+            run_id: self.transcript.run_id,
+            hop: self.hops,
+            sender: W::GRAPH.node_name(edge.from),
+            receiver: W::GRAPH.node_name(edge.to),
+            payload_type: edge.payload,
+            payload: &payload,
+        };
+        if let Err((invariant, message)) = self.root.check(&view) {
+            return Some(RejectReason::InvariantBroken {
+                invariant: Cow::Borrowed(invariant),
+                message,
+            });
+        }
+        let gate = self.limits.gate?;
+        let root = match self.root.to_json() {
+            Ok(root) => root,
+            Err(e) => {
+                return Some(RejectReason::Denied {
+                    gate: gate.name(),
+                    messages: vec![format!("the root invariants do not serialize: {e}")],
+                });
+            }
+        };
+        let contract_json = contract.map_or(serde_json::Value::Null, |c| {
+            serde_json::Value::Object(
+                c.parts
+                    .iter()
+                    .filter_map(|(part, field)| {
+                        Some(((*part).to_owned(), payload.get(*field)?.clone()))
+                    })
+                    .collect(),
+            )
+        });
+        let input = serde_json::json!({
+            "workflow": view.workflow,
+            "run_id": view.run_id,
+            "hop": view.hop,
+            "sender": view.sender,
+            "receiver": view.receiver,
+            "payload_type": view.payload_type,
+            "contract": contract_json,
+            "payload": payload,
+            "root": root,
+        });
+        match gate.check(&input) {
+            Ok(()) => None,
+            Err(messages) => Some(RejectReason::Denied {
+                gate: gate.name(),
+                messages,
+            }),
+        }
+    }
+
+    /// Milliseconds since the run started (its resumed part included).
+    fn elapsed_ms(&self) -> u64 {
+        (self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
+            / 1000
+    }
+
+    /// Decides the receipt of the pending transfer to agent `A`: hop cap,
+    /// run deadline and budgets, the scope (owned, not expired), stop
+    /// conditions, size limits, a returned handoff sent again unchanged,
+    /// forbidden fields, invariants, the gate, pre-conditions. On acceptance
+    /// the turn is counted and the agent's context returned; on rejection
+    /// the record says why and the rejection is routed as `A` declares.
+    pub fn receive<A: Agent<W>>(
+        &mut self,
+        input: &A::Input,
+    ) -> Result<Context<'x, W, A>, RunError> {
+        let contract = A::contract(input);
+        let scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        self.turn_scope = scope;
+        if let Some(returned) = self.pending_return.take() {
+            // The sender's turn again, on its accepted input, to handle the
+            // rejection of its handoff.
+            let sender = self
+                .transcript
+                .entries
+                .get(self.turn_input)
+                .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+                .map(|e| e.to);
+            if sender != Some(Node::Agent(A::INDEX)) {
+                return Err(RunError::Protocol(format!(
+                    "a returned handoff's sender is not agent `{}`",
+                    agent_name::<W>(A::INDEX)
+                )));
+            }
+            self.progress::<A>();
+            self.begin_turn(contract.as_ref());
+            self.shared.lock().returned = Some(returned);
+            self.shared.mark();
+            let cx = self.context::<A>(scope);
+            self.hops += 1;
+            return Ok(cx);
+        }
+        if std::mem::take(&mut self.resumed_turn) {
+            // The receipt was decided and committed before the crash (or a
+            // person approved the transfer).
+            let last = self.transcript.entries.last().map(|e| (e.status, e.edge));
+            let accepted = last.is_some_and(|(status, edge)| {
+                status.ran()
+                    && W::GRAPH.edges.get(edge as usize).map(|i| i.to)
+                        == Some(Node::Agent(A::INDEX))
+            });
+            if !accepted {
+                return Err(RunError::Protocol(format!(
+                    "a resumed run's accepted transfer is not to agent `{}`",
+                    agent_name::<W>(A::INDEX)
+                )));
+            }
+            self.turn_input = self.transcript.len() - 1;
+            self.progress::<A>();
+            self.begin_turn(contract.as_ref());
+            if let Some(crate::spec::Receipt::Approved { by, edited }) =
+                self.transcript.receipt(self.turn_input)
+            {
+                self.shared.lock().approval = Some(crate::run::Approval { by, edited });
+                self.shared.mark();
+            }
+            let mut cx = self.context::<A>(scope);
+            cx.hop = self.hops.saturating_sub(1);
+            return Ok(cx);
+        }
+        let pending = self.transcript.entries.last().is_some_and(|e| {
+            e.status == Status::Pending
+                && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
+        });
+        if !pending {
+            return Err(RunError::Protocol(format!(
+                "agent `{}` was given a turn without a transfer to it being recorded first (call `Runtime::handoff`)",
+                agent_name::<W>(A::INDEX)
+            )));
+        }
+        if let Some(reason) = self.check_receipt::<A>(contract.as_ref()) {
+            return Err(self.reject_last(reason));
+        }
+        let cx = self.context::<A>(scope);
+        if let Err(c) = A::pre(input, &cx) {
+            return Err(self.reject_last(RejectReason::PreCondition {
+                condition: Cow::Borrowed(c.expr),
+                message: Cow::Borrowed(c.message),
+            }));
+        }
+        let i = self.transcript.len() - 1;
+        let approval = self.approver.take();
+        match &approval {
+            Some(by) => self.transcript.note(
+                i,
+                crate::spec::Receipt::Approved {
+                    by: by.clone(),
+                    edited: true,
+                },
+            ),
+            None => {
+                if let Some(last) = self.transcript.entries.last_mut() {
+                    last.status = Status::Accepted;
+                }
+            }
+        }
+        self.commit_last()?;
+        self.handoff_event();
+        crate::observe::telemetry::receipt_decided::<W>(
+            self.transcript.entries.last().map(|e| e.edge),
+            || {
+                self.transcript
+                    .receipt(self.transcript.len().saturating_sub(1))
+            },
+        );
+        self.turn_input = i;
+        self.progress::<A>();
+        self.begin_turn(contract.as_ref());
+        if let Some(by) = approval {
+            self.shared.lock().approval = Some(crate::run::Approval { by, edited: true });
+            self.shared.mark();
+        }
+        self.hops += 1;
+        Ok(cx)
+    }
+
+    /// Tells the progress callback, if any, that agent `A`'s turn starts.
+    #[inline]
+    fn progress<A: Agent<W>>(&self) {
+        if let Some(progress) = self.limits.progress {
+            progress(&Progress {
+                workflow: W::GRAPH.name,
+                run_id: self.transcript.run_id,
+                hop: self.hops,
+                agent: agent_name::<W>(A::INDEX),
+                elapsed_ms: self.elapsed_ms(),
+            });
+        }
+    }
+
+    /// The receipt checks before the pre-conditions; the first that fails.
+    fn check_receipt<A: Agent<W>>(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Option<RejectReason> {
+        if self.hops >= self.max_hops {
+            return Some(RejectReason::HopCap {
+                max_hops: self.max_hops,
+            });
+        }
+        if let Some(after_ms) = self.limits.deadline_ms
+            && self.elapsed_ms() >= after_ms
+        {
+            return Some(RejectReason::DeadlinePassed { after_ms });
+        }
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, true))
+        {
+            return Some(RejectReason::BudgetExhausted {
+                budget,
+                limit,
+                spent,
+            });
+        }
+        if let Some(contract) = &contract {
+            let owns = W::GRAPH
+                .agents
+                .get(A::INDEX as usize)
+                .is_some_and(|a| a.owns.contains(&contract.authority));
+            if !owns
+                && contract.authority
+                    != <crate::__private::UnknownAuthority as crate::spec::Authority>::NAME
+            {
+                return Some(RejectReason::ScopeNotOwned {
+                    authority: Cow::Borrowed(contract.authority),
+                });
+            }
+            let moment = Moment {
+                hop: self.hops,
+                tokens_spent: self.spent.total_tokens(),
+            };
+            let expired = match contract.expires {
+                Expiry::Never => false,
+                Expiry::AtHop(hop) => moment.hop > hop,
+                Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
+            };
+            if expired {
+                return Some(RejectReason::ScopeExpired {
+                    authority: Cow::Borrowed(contract.authority),
+                });
+            }
+            if let Some(condition) = contract.stop.met_at(&moment) {
+                return Some(RejectReason::StopConditionMet { condition });
+            }
+        }
+        if let Some((edge, bytes)) = self.returned_payload.take() {
+            let i = self.transcript.len() - 1;
+            let same_edge = self.transcript.entries.get(i).map(|e| e.edge) == Some(edge);
+            if same_edge && self.transcript.payload_bytes(i) == Some(bytes.as_slice()) {
+                return Some(RejectReason::ResentUnchanged);
+            }
+            if !same_edge {
+                self.returned_payload = Some((edge, bytes));
+            }
+        }
+        self.check_transfer(contract)
+    }
+
+    /// Starts the log of a turn: what the run spent so far, nothing logged.
+    #[inline]
+    fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
+        self.open = match contract {
+            Some(c) if !c.open.is_empty() => {
+                c.open.questions().into_iter().map(str::to_owned).collect()
+            }
+            _ => Vec::new(),
+        };
+        if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero() {
+            let mut log = self.shared.lock();
+            *log = crate::run::TurnLog {
+                spent_before: self.spent,
+                ..Default::default()
+            };
+            self.shared
+                .dirty
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Ends the log of agent `A`'s turn: its record (when it called tools
+    /// or charged usage) and the failure of a tool under a fallback policy.
+    fn end_turn<A: Agent<W>>(
+        &mut self,
+    ) -> (Option<TurnRecord>, Option<(crate::spec::ToolError, Then)>) {
+        if !self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) {
+            return (None, None);
+        }
+        let mut log = self.shared.lock();
+        let mut calls = std::mem::take(&mut log.calls);
+        calls.sort_by_key(|c| c.index);
+        let mut model_calls = std::mem::take(&mut log.model_calls);
+        model_calls.sort_by_key(|c| c.index);
+        let usage = log.usage;
+        let failure = log.failure.take();
+        log.usage = Usage::default();
+        log.returned = None;
+        log.approval = None;
+        drop(log);
+        self.spent.add(&usage);
+        let logged = !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero();
+        let record = logged.then(|| TurnRecord {
+            agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
+            input_seq: self.turn_input as u32,
+            tool_calls: calls,
+            model_calls,
+            usage,
+            unresolved: Vec::new(),
+        });
+        (record, failure)
+    }
+
+    /// Records the current turn's input again, escalated (after a tool
+    /// failure under `escalate`, or the agent's request), and suspends.
+    fn escalate_turn<A: Agent<W>>(
+        &mut self,
+        reason: Escalation,
+        turn: Option<TurnRecord>,
+    ) -> RunError {
+        let receipt = crate::spec::Receipt::Escalated {
+            reason: reason.clone(),
+        };
+        let error = RunError::Suspended {
+            agent: agent_name::<W>(A::INDEX),
+            reason,
+        };
+        self.close_turn(receipt, turn, error)
+    }
+
+    /// Records the current turn's input again (a redelivery) with `receipt`
+    /// and the turn's record, commits it, and returns `error` (or the
+    /// ledger's error if the record could not be kept).
+    fn close_turn(
+        &mut self,
+        receipt: crate::spec::Receipt,
+        turn: Option<TurnRecord>,
+        error: RunError,
+    ) -> RunError {
+        let input = self.turn_input;
+        let Some(entry) = self.transcript.entries.get(input).cloned() else {
+            return RunError::Protocol(format!(
+                "the input of a turn that ended with `{error}` is not recorded"
+            ));
+        };
+        let bytes = self
+            .transcript
+            .payload_bytes(input)
+            .unwrap_or_default()
+            .to_vec();
+        let i = match self.push_redelivery(entry.edge, entry.format, &bytes) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        if let Some(turn) = turn {
+            self.transcript.turns.push((i as u32, turn));
+        }
+        self.transcript.note(i, receipt);
+        self.handoff_event();
+        match self.commit_last() {
+            Ok(()) => error,
+            Err(ledger) => ledger,
+        }
+    }
+
+    /// Records transfer `edge` again with `bytes` (pending), after an
+    /// escalation; its index.
+    fn push_redelivery(
+        &mut self,
+        edge: u16,
+        format: crate::spec::PayloadFormat,
+        bytes: &[u8],
+    ) -> Result<usize, RunError> {
+        let at_us =
+            self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        let t = &mut self.transcript;
+        let start = t.bytes.len();
+        t.bytes.extend_from_slice(bytes);
+        let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
+            t.bytes.truncate(start);
+            return Err(RunError::Encode {
+                from: "?",
+                to: "?",
+                error: "the run's records exceed 4 GiB of payload bytes".into(),
+            });
+        };
+        t.entries.push(Entry {
+            hop: self.hops,
+            edge,
+            status: Status::Pending,
+            redelivery: true,
+            format,
+            start,
+            end,
+            at_us,
+        });
+        Ok(t.entries.len() - 1)
+    }
+
+    /// Applies a person's decision to the escalated last transfer (to
+    /// `agent`, carrying `payload`): the state the run goes on in.
+    pub(crate) fn decide(
+        &mut self,
+        agent: u16,
+        payload: &crate::spec::RecordedPayload<'_>,
+        decision: crate::spec::Decision,
+    ) -> Result<W::State, RunError> {
+        use crate::spec::Decision;
+        let Some(edge) = self.transcript.entries.last().map(|e| e.edge) else {
+            return Err(RunError::Decision("the run has no records".into()));
+        };
+        match decision {
+            Decision::Approve { by } => {
+                let state = W::restore(agent, payload).map_err(RunError::Decision)?;
+                let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
+                self.transcript
+                    .note(i, crate::spec::Receipt::Approved { by, edited: false });
+                self.commit_last()?;
+                self.handoff_event();
+                self.hops += 1;
+                self.resumed_turn = true;
+                Ok(state)
+            }
+            Decision::Reject { by, note } => {
+                let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
+                let reason = RejectReason::HumanRejected { by, note };
+                self.transcript.note(
+                    i,
+                    crate::spec::Receipt::Rejected {
+                        reason: reason.clone(),
+                    },
+                );
+                self.commit_last()?;
+                self.handoff_event();
+                let info = &W::GRAPH.edges[edge as usize];
+                Err(RunError::Rejected {
+                    from: W::GRAPH.node_name(info.from),
+                    to: W::GRAPH.node_name(info.to),
+                    reason,
+                })
+            }
+            Decision::Edit { by, payload } => {
+                if let Err(errors) = crate::export::validate::agent_input::<W>(agent, &payload) {
+                    return Err(RunError::Decision(format!(
+                        "the edited payload does not match the input schema of `{}`: {}",
+                        agent_name::<W>(agent),
+                        errors.join("; ")
+                    )));
+                }
+                let text = payload.to_string();
+                let state = W::restore(
+                    agent,
+                    &crate::spec::RecordedPayload {
+                        format: crate::spec::PayloadFormat::Json,
+                        bytes: text.as_bytes(),
+                    },
+                )
+                .map_err(|e| {
+                    RunError::Decision(format!("the edited payload does not read: {e}"))
+                })?;
+                let mut bytes = Vec::new();
+                let format = W::encode_state(&state, &mut bytes).map_err(RunError::Decision)?;
+                self.push_redelivery(edge, format, &bytes)?;
+                self.approver = Some(by);
+                Ok(state)
+            }
+        }
+    }
+
+    /// Takes what agent `A`'s body returned: the turn's tool calls and
+    /// usage are recorded with what comes next; a tool failure under its
+    /// fallback, a spent budget, a passed deadline or a broken
+    /// post-condition stops the run (or suspends it); otherwise its output
+    /// is routed (recording the next transfer).
+    pub fn deliver<A: Agent<W>>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+        cx: Context<'x, W, A>,
+    ) -> Result<Transition<W>, RunError> {
+        self.deliver_checked::<A>(result, |next| A::post(next, &cx))
+    }
+
+    /// [`deliver`](Self::deliver) without the body's context: the context
+    /// for the post-conditions is built only when the agent has some
+    /// (generated turns use this; the body keeps its own context).
+    pub fn deliver_turn<A: Agent<W>>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+    ) -> Result<Transition<W>, RunError> {
+        if A::HAS_POST {
+            let mut cx = self.context::<A>(self.turn_scope);
+            cx.hop = self.hops.saturating_sub(1);
+            self.deliver(result, cx)
+        } else {
+            self.deliver_checked::<A>(result, |_| Ok(()))
+        }
+    }
+
+    fn deliver_checked<A: Agent<W>>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+        post: impl FnOnce(&A::Next) -> Result<(), &'static crate::spec::Condition>,
+    ) -> Result<Transition<W>, RunError> {
+        let agent = agent_name::<W>(A::INDEX);
+        let (turn, failure) = self.end_turn::<A>();
+        let next = self.transcript.len() as u32;
+        if let Some((error, then)) = failure {
+            return Err(match then {
+                Then::Escalate => self.escalate_turn::<A>(Escalation::ToolFailed { error }, turn),
+                Then::Abort => self.fail_turn(RunError::ToolFailed { agent, error }, turn),
+            });
+        }
+        // An overspent budget stops the run whatever the body returned (an
+        // agent that hit it with `cx.charge(..)?` returned an error).
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, false))
+        {
+            let error = RunError::BudgetExhausted {
+                agent,
+                budget,
+                limit,
+                spent,
+            };
+            return Err(self.fail_turn(error, turn));
+        }
+        let next_out = match result {
+            Ok(next_out) => next_out,
+            Err(reject) if reject.is_escalation() => {
+                let question = reject.reason().to_owned();
+                return Err(self.escalate_turn::<A>(Escalation::Requested { question }, turn));
+            }
+            Err(error) => {
+                return Err(self.fail_turn(RunError::AgentFailed { agent, error }, turn));
+            }
+        };
+        let stopped = if let Some(after_ms) = self.limits.deadline_ms
+            && self.elapsed_ms() >= after_ms
+        {
+            Some(RunError::DeadlinePassed { agent, after_ms })
+        } else if let Err(c) = post(&next_out) {
+            crate::observe::telemetry::post_condition_failed::<W, A>(c);
+            Some(RunError::PostCondition {
+                agent,
+                condition: c.expr,
+                message: c.message,
+            })
+        } else {
+            None
+        };
+        if let Some(error) = stopped {
+            return Err(self.fail_turn(error, turn));
+        }
+        self.keep_turn(next, turn);
+        next_out.route(self)
+    }
+
+    fn keep_turn(&mut self, at: u32, turn: Option<TurnRecord>) {
+        if let Some(turn) = turn {
+            self.transcript.turns.push((at, turn));
+        }
+    }
+
+    /// Records that the current turn failed and stopped the run: the turn's
+    /// input again, with a `turn_failed` receipt saying why and the turn's
+    /// tool calls, committed like any record.
+    fn fail_turn(&mut self, error: RunError, turn: Option<TurnRecord>) -> RunError {
+        let receipt = crate::spec::Receipt::TurnFailed {
+            error: error.to_string(),
+        };
+        self.close_turn(receipt, turn, error)
+    }
+
+    /// How long agent `A`'s body may run: its timeout, or what is left of
+    /// the run's deadline, whichever is shorter (`None`: no limit).
+    pub fn turn_limit<A: Agent<W>>(&self) -> Option<std::time::Duration> {
+        let left = self
+            .limits
+            .deadline_ms
+            .map(|d| std::time::Duration::from_millis(d.saturating_sub(self.elapsed_ms())));
+        match (A::TIMEOUT, left) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        }
+    }
+
+    /// Agent `A`'s body, run inside its `invoke_agent` span when the
+    /// `tracing` feature is on, timed when `metrics` is (as it is, the body
+    /// itself).
+    pub fn instrument_agent<A: Agent<W>, F: Future<Output = Result<A::Next, Reject>>>(
+        &self,
+        body: F,
+    ) -> impl Future<Output = F::Output> + use<'x, W, A, F> {
+        let body = crate::observe::telemetry::timed_turn::<W, A, F>(body);
+        #[cfg(feature = "tracing")]
+        {
+            tracing::Instrument::instrument(body, self.agent_span::<A>())
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            body
+        }
+    }
+
+    /// The `invoke_agent` span of agent `A`'s turn (OpenTelemetry GenAI
+    /// conventions).
+    #[cfg(feature = "tracing")]
+    pub fn agent_span<A: Agent<W>>(&self) -> tracing::Span {
+        let name = agent_name::<W>(A::INDEX);
+        tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {name}"),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = name,
+            gen_ai.agent.id = A::INDEX,
+            gen_ai.conversation.id = self.transcript.run_id,
+            // Made after the receipt counted the turn: the turns before it.
+            workflow.hop = self.hops.saturating_sub(1),
+            workflow.seq = self.transcript.len().saturating_sub(1),
+        )
+    }
+
+    /// Emits the handoff event of the last transfer (its receipt decided).
+    #[cfg(not(feature = "tracing"))]
+    fn handoff_event(&self) {}
+
+    /// Emits the handoff event of the last transfer (its receipt decided).
+    #[cfg(feature = "tracing")]
+    fn handoff_event(&self) {
+        let Some(e) = self.transcript.entries.last() else {
+            return;
+        };
+        let Some(edge) = W::GRAPH.edges.get(e.edge as usize) else {
+            return;
+        };
+        let receipt = match e.status {
+            Status::Pending => "pending",
+            Status::Accepted => "accepted",
+            Status::Rejected => "rejected",
+            Status::Escalated => "escalated",
+            Status::Approved => "approved",
+            Status::TurnFailed => "turn_failed",
+        };
+        let reason = match self.transcript.receipt(self.transcript.len() - 1) {
+            Some(crate::spec::Receipt::Rejected { reason }) => reason.to_string(),
+            Some(crate::spec::Receipt::Escalated { reason }) => reason.to_string(),
+            _ => String::new(),
+        };
+        tracing::info!(
+            workflow.sender = W::GRAPH.node_name(edge.from),
+            workflow.receiver = W::GRAPH.node_name(edge.to),
+            workflow.seq = self.transcript.len().saturating_sub(1),
+            workflow.payload_type = edge.payload,
+            workflow.receipt = receipt,
+            workflow.reject_reason = %reason,
+            "handoff"
+        );
+    }
+
+    /// The error for agent `A` running past its [`turn_limit`](Self::turn_limit):
+    /// its timeout, or the run's deadline.
+    pub fn timed_out<A: Agent<W>>(&mut self) -> RunError {
+        let agent = agent_name::<W>(A::INDEX);
+        let (turn, _) = self.end_turn::<A>();
+        let error = match self.limits.deadline_ms {
+            Some(after_ms) if self.elapsed_ms() >= after_ms => {
+                RunError::DeadlinePassed { agent, after_ms }
+            }
+            _ => RunError::Timeout {
+                agent,
+                after_ms: A::TIMEOUT.map_or(0, |t| t.as_millis() as u64),
+            },
+        };
+        self.fail_turn(error, turn)
+    }
+
+    /// One whole turn of agent `A`: [`receive`](Self::receive), its body
+    /// (under its timeout), [`deliver`](Self::deliver). Generated code
+    /// inlines these steps; hand-written workflows can call this.
+    pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
+        let cx = self.receive::<A>(&input)?;
+        let result = match self.turn_limit::<A>() {
+            None => self.instrument_agent::<A, _>(A::run(input, cx)).await,
+            Some(limit) => match Box::pin(tokio::time::timeout(
+                limit,
+                self.instrument_agent::<A, _>(A::run(input, cx)),
+            ))
+            .await
+            {
+                Ok(result) => result,
+                Err(_) => return Err(self.timed_out::<A>()),
+            },
+        };
+        self.deliver_turn::<A>(result)
+    }
+}
+
+/// What a rejection at agent `a`'s receipt does.
+pub(crate) fn agent_on_reject<W: Workflow>(a: u16) -> OnReject {
+    W::GRAPH
+        .agents
+        .get(a as usize)
+        .map_or(OnReject::Abort, |a| a.on_reject)
+}
+
+/// Whether a rejection can go back to the sender: the ones about what it
+/// sent. Run-wide limits (hop cap, loop bounds, deadline, budgets), an
+/// authority the receiver does not own and a person's rejection stop the
+/// run whatever the receiver declares.
+fn returnable(reason: &RejectReason) -> bool {
+    !matches!(
+        reason,
+        RejectReason::LoopBound { .. }
+            | RejectReason::HopCap { .. }
+            | RejectReason::DeadlinePassed { .. }
+            | RejectReason::BudgetExhausted { .. }
+            | RejectReason::ScopeNotOwned { .. }
+            | RejectReason::HumanRejected { .. }
+    )
+}

@@ -1,0 +1,281 @@
+//! A tool call from an agent's turn: the scope and budget checks, the
+//! journal, retries, fail-fast, the record and the span.
+
+use crate::spec::Expiry;
+use crate::spec::{FailFast, Then, ToolCallRecord, ToolOutcome};
+use crate::spec::{ToolError, ToolErrorKind};
+use std::future::Future;
+
+use crate::run::RunShared;
+use crate::spec::{Tool, Workflow};
+/// Whether the scope of the handoff an agent works under covers a call of
+/// a tool needing `needs` at hop `hop`.
+fn check_scope(
+    tool: &'static str,
+    needs: Option<&'static str>,
+    scope: Option<(&'static str, Expiry)>,
+    hop: u32,
+) -> Result<(), ToolError> {
+    let (Some(needs), Some((authority, expires))) = (needs, scope) else {
+        return Ok(());
+    };
+    if authority != needs {
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!(
+                "the tool needs authority `{needs}`, the handoff this turn works under delegates `{authority}`"
+            ),
+        ));
+    }
+    let expired = match expires {
+        Expiry::Never => false,
+        Expiry::AtHop(h) => hop > h,
+        Expiry::AtUnixMs(ms) => crate::spec::Moment::at_hop(hop).unix_ms() >= ms,
+    };
+    if expired {
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!("the scope over authority `{needs}` has expired"),
+        ));
+    }
+    Ok(())
+}
+
+/// Where a tool call is made: the turn's scope and place in the run.
+pub(crate) struct CallSite<'x> {
+    pub(crate) scope: Option<(&'static str, Expiry)>,
+    pub(crate) hop: u32,
+    pub(crate) run_id: u64,
+    pub(crate) turn_seq: u32,
+    pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
+}
+
+pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
+    tool: T,
+    input: T::Input,
+    deps: &W::Deps,
+    shared: &RunShared,
+    at: CallSite<'_>,
+) -> Result<T::Output, ToolError> {
+    let CallSite { scope, hop, .. } = at;
+    let started = std::time::Instant::now();
+    let index = {
+        let mut log = shared.lock();
+        log.next_call += 1;
+        log.next_call - 1
+    };
+    shared.mark();
+    let arguments = serde_json::to_string(&input);
+    let mut attempts = 0;
+    // Set when the outcome comes from a record, not from the tool.
+    let mut served: Option<ToolCallRecord> = None;
+    let outcome: Result<(T::Output, String), ToolError> = async {
+        let arguments = arguments
+            .as_ref()
+            .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
+        check_scope(T::NAME, T::NEEDS, scope, hop)?;
+        {
+            let mut log = shared.lock();
+            log.usage.tool_calls += 1;
+            let mut spent = log.spent_before;
+            spent.add(&log.usage);
+            if let Some(budget) = shared.budget
+                && let Some(limit) = budget.tool_calls
+                && spent.tool_calls > limit
+            {
+                return Err(ToolError::of(
+                    T::NAME,
+                    ToolErrorKind::Budget,
+                    format!("the run's budget of {limit} tool calls is used up"),
+                ));
+            }
+        }
+        if let Some(recorded) = &shared.recorded {
+            match recorded.serve(at.turn_seq, index, T::NAME, arguments) {
+                crate::ledger::Served::Call(call) => {
+                    let outcome = recorded.outcome::<T::Output>(T::NAME, at.turn_seq, &call);
+                    attempts = call.attempts;
+                    served = Some(call);
+                    return outcome;
+                }
+                crate::ledger::Served::Diverged(error) => return Err(error),
+                crate::ledger::Served::Live => {}
+            }
+        }
+        let mut input = Some(input);
+        let mut backoff = T::FALLBACK.backoff_ms;
+        loop {
+            attempts += 1;
+            let this = match input.take() {
+                Some(first) => first,
+                // A retry: the arguments again, from their recorded text.
+                None => serde_json::from_str(arguments).map_err(|e| {
+                    ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
+                })?,
+            };
+            let id = crate::run::CallId {
+                run_id: at.run_id,
+                turn_seq: at.turn_seq,
+                index,
+            };
+            let result = match crate::run::with_call_id(id, tool.call(this, deps)).await {
+                Ok(out) => match out.fail_fast() {
+                    Ok(()) => match serde_json::to_string(&out) {
+                        Ok(text) => Ok((out, text)),
+                        Err(e) => Err(ToolError::of(
+                            T::NAME,
+                            ToolErrorKind::Schema,
+                            format!("the result does not serialize: {e}"),
+                        )),
+                    },
+                    Err(unusable) => Err(unusable.into_error(T::NAME)),
+                },
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(e) if e.kind.is_transient() && attempts <= T::FALLBACK.retries => {
+                    tokio::time::sleep(std::time::Duration::from_millis(backoff)).await;
+                    backoff = backoff.saturating_mul(2);
+                }
+                other => return other,
+            }
+        }
+    }
+    .await;
+    let duration_us = started.elapsed().as_micros() as u64;
+    if let Some(call) = served {
+        // The recorded call again, as it was recorded.
+        let mut log = shared.lock();
+        if let (Err(error), None) = (&outcome, &log.failure) {
+            log.failure = Some((error.clone(), T::FALLBACK.then));
+        }
+        log.calls.push(call);
+        return outcome.map(|(out, _)| out);
+    }
+    let (mut outcome, recorded) = match outcome {
+        Ok((out, text)) => {
+            let digest = crate::encode::digest(&text);
+            (
+                Ok(out),
+                ToolOutcome::Ok {
+                    result: text,
+                    digest,
+                },
+            )
+        }
+        Err(error) => (Err(error.clone()), ToolOutcome::Failed { error }),
+    };
+    let record = ToolCallRecord {
+        tool: std::borrow::Cow::Borrowed(T::NAME),
+        index,
+        arguments: arguments.unwrap_or_default(),
+        outcome: recorded,
+        attempts,
+        duration_us,
+    };
+    // Journaled before the agent sees the outcome: a turn resumed after a
+    // crash is served this outcome instead of calling the tool again.
+    let mut then = T::FALLBACK.then;
+    if let Some(journal) = at.journal
+        && let Err(e) = journal.append_tool_call(at.run_id, at.turn_seq, &record)
+    {
+        // An outcome that is not durable is not used: the run stops.
+        outcome = Err(ToolError::new(
+            T::NAME,
+            format!("the ledger could not record the call: {e}"),
+        ));
+        then = Then::Abort;
+    }
+    let mut log = shared.lock();
+    if let Err(error) = &outcome
+        && log.failure.is_none()
+    {
+        log.failure = Some((error.clone(), then));
+    }
+    log.calls.push(record);
+    outcome
+}
+
+/// A tool call under way: `cx.call(tool, input).await`.
+///
+/// A named future (not `impl Future`), so that an ungranted tool is reported
+/// once, at the call, and not again at the `.await`.
+#[must_use = "a tool call does nothing until it is awaited"]
+pub struct ToolCall<'x, O> {
+    pub(crate) call: std::pin::Pin<Box<dyn Future<Output = Result<O, ToolError>> + Send + 'x>>,
+    #[cfg(feature = "tracing")]
+    pub(crate) span: tracing::Span,
+}
+
+impl<O> Future for ToolCall<'_, O> {
+    type Output = Result<O, ToolError>;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let poll = self.call.as_mut().poll(cx);
+        #[cfg(feature = "tracing")]
+        if let std::task::Poll::Ready(Err(e)) = &poll {
+            self.span.record("error.type", tool_error_type(e.kind));
+        }
+        poll
+    }
+}
+
+/// The `error.type` of a tool error (a stable, low-cardinality name).
+#[cfg(feature = "tracing")]
+fn tool_error_type(kind: ToolErrorKind) -> &'static str {
+    match kind {
+        ToolErrorKind::Failed => "tool_error",
+        ToolErrorKind::Status(_) => "status",
+        ToolErrorKind::Empty => "empty_result",
+        ToolErrorKind::Partial => "partial_result",
+        ToolErrorKind::Schema => "schema_mismatch",
+        ToolErrorKind::OutOfScope => "out_of_scope",
+        ToolErrorKind::Budget => "budget_exhausted",
+        ToolErrorKind::Timeout => "timeout",
+    }
+}
+
+/// What identifies a tool call among all runs: the run, the turn (the
+/// sequence number the record of its outcome takes) and the call's index in
+/// the turn. A turn that runs again after a crash makes its calls under the
+/// same ids, so a tool can hand its id to an API as an idempotency key
+/// ([`call_id`]). Displayed as `run-turn-index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallId {
+    /// The run.
+    pub run_id: u64,
+    /// The sequence number the record of the turn's outcome takes.
+    pub turn_seq: u32,
+    /// The call's position in its turn, from 0.
+    pub index: u32,
+}
+
+impl std::fmt::Display for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.run_id, self.turn_seq, self.index)
+    }
+}
+
+tokio::task_local! {
+    static CALL_ID: CallId;
+}
+
+/// The id of the tool call being made, inside a tool's body (`None`
+/// elsewhere, and in tasks the tool spawns).
+///
+/// A call whose outcome the ledger journaled is not made again when its run
+/// resumes; a process that dies after the tool acted and before its outcome
+/// was journaled makes the call again, under the same id. Pass the id to an
+/// API that deduplicates requests by key, and the call takes effect once.
+pub fn call_id() -> Option<CallId> {
+    CALL_ID.try_with(|id| *id).ok()
+}
+
+/// Runs `call` (a tool's body) with `id` as its [`call_id`].
+pub(crate) async fn with_call_id<F: std::future::Future>(id: CallId, call: F) -> F::Output {
+    CALL_ID.scope(id, call).await
+}

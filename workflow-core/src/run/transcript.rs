@@ -1,0 +1,271 @@
+//! The run's witness while it runs: every transfer, compact, its payload
+//! bytes in one buffer (`Transcript`).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::spec::{Escalation, Receipt, RecordError, RejectReason, TransferRecord, TurnRecord};
+/// A record as kept during a run: compact, payload bytes in a shared buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) hop: u32,
+    pub(crate) edge: u16,
+    pub(crate) status: Status,
+    /// The same transfer again, after an escalation (not a new handoff).
+    pub(crate) redelivery: bool,
+    pub(crate) format: crate::spec::PayloadFormat,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) at_us: u64,
+}
+
+/// A receipt without its details: the reasons and decisions of the few
+/// receipts that have them are kept beside the entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Pending,
+    Accepted,
+    Rejected,
+    Escalated,
+    Approved,
+    TurnFailed,
+}
+
+impl Status {
+    /// The receiver's body ran (or runs) on this transfer.
+    pub(crate) fn ran(self) -> bool {
+        matches!(self, Status::Accepted | Status::Approved)
+    }
+}
+
+/// Every transfer of one run, in order: the executor's witness.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    pub(crate) run_id: u64,
+    pub(crate) graph: &'static crate::spec::Graph,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) bytes: Vec<u8>,
+    /// The receipts with details (rejected, escalated, approved), by entry.
+    pub(crate) notes: Vec<(u32, Receipt)>,
+    /// The turns with tool calls or usage, by the entry each one produced
+    /// (the transfer out of the turn; for a turn that stopped the run, the
+    /// entry after the last one).
+    pub(crate) turns: Vec<(u32, TurnRecord)>,
+}
+
+impl Transcript {
+    pub(crate) fn new(run_id: u64, graph: &'static crate::spec::Graph) -> Self {
+        Transcript {
+            run_id,
+            graph,
+            entries: Vec::with_capacity(32),
+            bytes: Vec::with_capacity(4096),
+            notes: Vec::new(),
+            turns: Vec::new(),
+        }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// The number of transfers recorded.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The canonical bytes recorded for the `i`th transfer's payload:
+    /// MessagePack with field names, or JSON text for a payload holding a
+    /// 128-bit integer beyond 64 bits (see [`payload`](Self::payload)).
+    pub fn payload_bytes(&self, i: usize) -> Option<&[u8]> {
+        let e = self.entries.get(i)?;
+        self.bytes.get(e.start as usize..e.end as usize)
+    }
+
+    /// The `i`th transfer's payload as JSON text: the same text
+    /// `serde_json::to_string` gives for the value that was handed over.
+    pub fn payload(&self, i: usize) -> Result<String, RecordError> {
+        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
+        let bytes = self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?;
+        crate::encode::to_json(e.format, bytes)
+            .map_err(|error| RecordError::Undecodable { seq: i, error })
+    }
+
+    /// The `i`th entry and the edge it crossed.
+    fn entry(&self, i: usize) -> Result<(&Entry, &'static crate::spec::EdgeInfo), RecordError> {
+        let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
+        let edge = self
+            .graph
+            .edges
+            .get(e.edge as usize)
+            .ok_or(RecordError::NoSuchRecord(i))?;
+        Ok((e, edge))
+    }
+
+    /// The `i`th transfer, as a self-contained record.
+    pub fn record(&self, i: usize) -> Result<TransferRecord, RecordError> {
+        let (e, edge) = self.entry(i)?;
+        Ok(TransferRecord {
+            run_id: self.run_id,
+            seq: i as u32,
+            hop: e.hop,
+            from: self.graph.endpoint(edge.from),
+            to: self.graph.endpoint(edge.to),
+            payload_type: Cow::Borrowed(edge.payload),
+            payload: self.payload(i)?,
+            receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
+            at_us: e.at_us,
+            redelivery: e.redelivery,
+            turn: self.turn(i).cloned(),
+        })
+    }
+
+    /// The `i`th transfer as the ledger stores it, chained to `prev_hash`.
+    pub(crate) fn ledger_record(
+        &self,
+        i: usize,
+        prev_hash: &str,
+    ) -> Result<crate::ledger::LedgerRecord, RecordError> {
+        let (e, edge) = self.entry(i)?;
+        let (trace_id, span_id) = crate::observe::telemetry::trace_ids();
+        let mut record = crate::ledger::LedgerRecord {
+            workflow: self.graph.name.to_owned(),
+            run_id: self.run_id,
+            seq: i as u32,
+            hop: e.hop,
+            from: self.graph.endpoint(edge.from),
+            to: self.graph.endpoint(edge.to),
+            payload_type: edge.payload.to_owned(),
+            payload_format: e.format,
+            payload: hex::encode(self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?),
+            receipt: self.receipt(i).ok_or(RecordError::NoSuchRecord(i))?,
+            at_us: e.at_us,
+            redelivery: e.redelivery,
+            turn: self.turn(i).cloned(),
+            trace_id,
+            span_id,
+            prev_hash: prev_hash.to_owned(),
+            hash: String::new(),
+        };
+        record.hash = record.compute_hash();
+        Ok(record)
+    }
+
+    /// All transfers, as self-contained records; the first that cannot be
+    /// read back is an error, never a gap.
+    pub fn records(&self) -> Result<Vec<TransferRecord>, RecordError> {
+        (0..self.len()).map(|i| self.record(i)).collect()
+    }
+
+    /// The receipt of the `i`th transfer.
+    pub fn receipt(&self, i: usize) -> Option<Receipt> {
+        Some(match self.entries.get(i)?.status {
+            Status::Pending => Receipt::Pending,
+            Status::Accepted => Receipt::Accepted,
+            Status::Rejected | Status::Escalated | Status::Approved | Status::TurnFailed => self
+                .notes
+                .iter()
+                .rev()
+                .find(|(at, _)| *at as usize == i)?
+                .1
+                .clone(),
+        })
+    }
+
+    /// Marks entry `i` with a receipt that has details.
+    pub(crate) fn note(&mut self, i: usize, receipt: Receipt) {
+        let status = match &receipt {
+            Receipt::Pending => Status::Pending,
+            Receipt::Accepted => Status::Accepted,
+            Receipt::Rejected { .. } => Status::Rejected,
+            Receipt::Escalated { .. } => Status::Escalated,
+            Receipt::Approved { .. } => Status::Approved,
+            Receipt::TurnFailed { .. } => Status::TurnFailed,
+        };
+        if let Some(e) = self.entries.get_mut(i) {
+            e.status = status;
+            if status != Status::Pending && status != Status::Accepted {
+                self.notes.push((i as u32, receipt));
+            }
+        }
+    }
+
+    /// The last rejection or escalation reason recorded, if any.
+    pub fn last_rejection(&self) -> Option<&RejectReason> {
+        self.notes.iter().rev().find_map(|(_, r)| match r {
+            Receipt::Rejected { reason } => Some(reason),
+            Receipt::Escalated {
+                reason: Escalation::Rejected { reason },
+            } => Some(reason),
+            _ => None,
+        })
+    }
+
+    /// The turn that produced entry `i` (its tool calls and usage), if it
+    /// had any.
+    pub fn turn(&self, i: usize) -> Option<&TurnRecord> {
+        self.turns
+            .iter()
+            .find(|(at, _)| *at as usize == i)
+            .map(|(_, t)| t)
+    }
+
+    /// The open questions handed to the caller with the workflow output
+    /// (received by the last agent, neither resolved nor escalated).
+    pub fn unresolved(&self) -> &[String] {
+        self.turns
+            .iter()
+            .rev()
+            .find_map(|(_, t)| (!t.unresolved.is_empty()).then_some(t.unresolved.as_slice()))
+            .unwrap_or(&[])
+    }
+
+    /// Every turn that made tool calls or charged usage, with the sequence
+    /// number of the transfer it produced (or `len()` for a turn that
+    /// stopped the run).
+    pub fn turns(&self) -> impl Iterator<Item = (usize, &TurnRecord)> {
+        self.turns.iter().map(|(at, t)| (*at as usize, t))
+    }
+}
+
+impl fmt::Display for Transcript {
+    /// One line per transfer: `#seq hop from -> to [receipt] payload`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for i in 0..self.len() {
+            let r = match self.record(i) {
+                Ok(r) => r,
+                Err(e) => {
+                    writeln!(f, "#{i} {e}")?;
+                    continue;
+                }
+            };
+            let receipt = match &r.receipt {
+                Receipt::Pending => "pending".to_owned(),
+                Receipt::Accepted => "accepted".to_owned(),
+                Receipt::Rejected { reason } => format!("REJECTED: {reason}"),
+                Receipt::Escalated { reason } => format!("ESCALATED: {reason}"),
+                Receipt::Approved { by, edited } => {
+                    format!("approved by {by}{}", if *edited { ", edited" } else { "" })
+                }
+                Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
+            };
+            writeln!(
+                f,
+                "#{seq} hop {hop} {from} -> {to} [{receipt}] {ty} {payload}",
+                seq = r.seq,
+                hop = r.hop,
+                from = r.from,
+                to = r.to,
+                ty = r.payload_type,
+                payload = r.payload
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,31 @@
+//! The bottom layer: what crosses a seam. The contract parts of a handoff,
+//! the graph's static description, receipts and reject reasons, the records
+//! of transfers, turns, tool and model calls, the errors both sides read, and
+//! the traits a workflow implements (`Workflow`, `Agent`, `Route`, `Tool`).
+//!
+//! Nothing here imports another layer of the crate, with one exception kept
+//! on purpose: the traits in [`workflow`] name the run layer's `Runtime` and
+//! `Context` in their method signatures, because a generated turn drives the
+//! runtime. Start reading here.
+
+pub mod budget;
+pub mod contract;
+pub mod error;
+pub mod graph;
+pub mod invariant;
+pub mod model_call;
+pub mod record;
+pub mod schema_set;
+pub mod tool;
+pub mod workflow;
+
+pub use budget::*;
+pub use contract::*;
+pub use error::*;
+pub use graph::*;
+pub use invariant::*;
+pub use model_call::*;
+pub use record::*;
+pub use schema_set::*;
+pub use tool::*;
+pub use workflow::*;

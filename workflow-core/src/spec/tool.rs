@@ -1,0 +1,228 @@
+//! What a tool declares and what its calls leave behind: its effect and
+//! fallback, the fail-fast rule for its output (`FailFast`), and the record of
+//! each call.
+
+use crate::spec::ToolError;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+/// What a tool does to the world.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads only (the default).
+    #[default]
+    Read,
+    /// Changes state; needs an authority, so it has exactly one owner.
+    Write,
+    /// Changes state in a way that cannot be undone; needs an authority.
+    Destructive,
+}
+
+/// What happens once a tool call has failed (after its retries).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Then {
+    /// The run stops with [`RunError::ToolFailed`](crate::spec::RunError::ToolFailed)
+    /// at the end of the turn, whatever the agent does with the error: a bad
+    /// result never reaches the next agent (the default).
+    #[default]
+    Abort,
+    /// The run is suspended for a person's decision at the end of the turn.
+    Escalate,
+}
+
+/// A tool's declared fallback policy: `#[tool(retries = 2, backoff_ms = 100, then = escalate)]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fallback {
+    /// Retries of a transient failure ([`ToolErrorKind::is_transient`](crate::spec::ToolErrorKind::is_transient)).
+    pub retries: u32,
+    /// The wait before the first retry; doubled before each next one.
+    pub backoff_ms: u64,
+    /// What a failure that is left leads to.
+    pub then: Then,
+}
+
+impl Fallback {
+    /// No retry; a failure aborts the run.
+    pub const ABORT: Fallback = Fallback {
+        retries: 0,
+        backoff_ms: 0,
+        then: Then::Abort,
+    };
+}
+
+/// Why a tool's result is not a usable value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// Nothing where something was expected.
+    Empty(String),
+    /// Only part of the answer (a page of more).
+    Partial(String),
+    /// A non-success status.
+    Status(u16, String),
+}
+
+/// The fail-fast rule of a tool's output: says when a value is empty,
+/// partial or a failure status, so that it becomes a typed
+/// [`ToolError`] and never a value for the next agent.
+///
+/// Implemented for the standard containers (empty is [`Unusable::Empty`])
+/// and for `Option` (`None` is empty). For your own output types, say what
+/// makes one unusable; an empty `impl FailFast for MyType {}` accepts every
+/// value, on purpose and in writing.
+///
+/// ```
+/// use workflow_core::tool::{FailFast, Unusable};
+/// struct Page { items: Vec<u32>, next: Option<u32> }
+/// impl FailFast for Page {
+///     fn fail_fast(&self) -> Result<(), Unusable> {
+///         if self.next.is_some() {
+///             return Err(Unusable::Partial("more pages follow".into()));
+///         }
+///         self.items.fail_fast()
+///     }
+/// }
+/// assert!(Page { items: vec![1], next: Some(2) }.fail_fast().is_err());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "tool output `{Self}` does not say when it is empty, partial or a failure",
+    label = "the output of a `#[tool]` must implement `FailFast`",
+    note = "implement `workflow_core::tool::FailFast` for `{Self}` (an empty `impl FailFast for {Self} {{}}` accepts every value)"
+)]
+pub trait FailFast {
+    /// `Err` when the value must not be used as a result.
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        Ok(())
+    }
+}
+
+macro_rules! complete_always {
+    ($($t:ty),*) => { $(impl FailFast for $t {})* };
+}
+complete_always!(
+    (),
+    bool,
+    char,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64
+);
+
+macro_rules! empty_is_unusable {
+    ($($t:ident<$($p:ident),*>),*) => {$(
+        impl<$($p),*> FailFast for $t<$($p),*> {
+            fn fail_fast(&self) -> Result<(), Unusable> {
+                if self.is_empty() {
+                    Err(Unusable::Empty(concat!("an empty ", stringify!($t)).into()))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    )*};
+}
+empty_is_unusable!(Vec<T>, VecDeque<T>, HashMap<K, V>, BTreeMap<K, V>, HashSet<T>, BTreeSet<T>);
+
+impl FailFast for String {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        if self.is_empty() {
+            Err(Unusable::Empty("an empty string".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<T: FailFast> FailFast for Option<T> {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        match self {
+            None => Err(Unusable::Empty("no value (None)".into())),
+            Some(v) => v.fail_fast(),
+        }
+    }
+}
+
+impl<T: FailFast + ?Sized> FailFast for Box<T> {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        (**self).fail_fast()
+    }
+}
+
+impl<T: FailFast + ?Sized> FailFast for std::sync::Arc<T> {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        (**self).fail_fast()
+    }
+}
+
+impl FailFast for serde_json::Value {
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        if self.is_null() {
+            Err(Unusable::Empty("null".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Unusable {
+    /// The typed error of tool `tool` for this result.
+    pub fn into_error(self, tool: &'static str) -> ToolError {
+        match self {
+            Unusable::Empty(m) => ToolError::empty(tool, m),
+            Unusable::Partial(m) => ToolError::partial(tool, m),
+            Unusable::Status(code, m) => ToolError::status(tool, code, m),
+        }
+    }
+}
+
+/// One tool call as the executor recorded it. `(run, input_seq, index)` of
+/// its turn identifies the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallRecord {
+    /// The tool.
+    pub tool: Cow<'static, str>,
+    /// The call's position in its turn, from 0.
+    pub index: u32,
+    /// The arguments, as JSON text.
+    pub arguments: String,
+    /// What came back.
+    pub outcome: ToolOutcome,
+    /// Attempts made (1 without retries).
+    pub attempts: u32,
+    /// Microseconds from the first attempt to the outcome.
+    pub duration_us: u64,
+}
+
+/// The outcome of a recorded tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolOutcome {
+    /// A usable result.
+    Ok {
+        /// The result, as JSON text.
+        result: String,
+        /// The SHA-256 of `result`, hex-encoded.
+        digest: String,
+    },
+    /// A typed failure: the agent got the error, never a value.
+    Failed {
+        /// The error.
+        error: ToolError,
+    },
+}

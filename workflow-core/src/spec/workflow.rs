@@ -1,0 +1,211 @@
+//! The traits a workflow implements, by macro or by hand: `Workflow`,
+//! `Agent`, `Route`, `Tool`, and the grant marker `Granted`.
+//!
+//! The one import against the layers' direction is here on purpose: the
+//! traits' methods take the run layer's `Runtime` and `Context`, because a
+//! generated turn drives the runtime (see the book's architecture chapter).
+
+use crate::run::Runtime;
+use crate::spec::{Condition, Graph};
+use crate::spec::{ContractView, Payload, PayloadFormat};
+use crate::spec::{Reject, RunError, ToolError};
+use std::future::Future;
+use std::time::Duration;
+
+use crate::spec::SchemaSet;
+use crate::spec::{Effect, FailFast, Fallback};
+
+use crate::run::Context;
+/// A workflow definition: its graph, its state and how a state takes a turn.
+///
+/// `#[workflow]` implements this for the generated `Spec` type; the
+/// `hand_written` example implements it by hand.
+pub trait Workflow: Sized + Send + Sync + 'static {
+    /// The entry agent's input.
+    type Input: Payload;
+    /// What a run ends with.
+    type Output: Payload;
+    /// The invariants pinned for every run (`#[invariants]`), or `()`.
+    type Root: crate::spec::Invariants;
+    /// What tools need to do their work (clients, fakes), or `()`.
+    type Deps: Send + Sync + 'static;
+    /// Which agent runs next, with its input.
+    type State: Send + 'static;
+
+    /// The static description of the workflow.
+    const GRAPH: &'static Graph;
+
+    /// Records the transfer of the workflow input to the entry agent.
+    fn start(input: Self::Input, run: &mut Runtime<'_, Self>) -> Result<Self::State, RunError>;
+
+    /// Runs the agent that `state` names, through [`Runtime::turn`].
+    fn turn<'a, 'x>(
+        state: Self::State,
+        run: &'a mut Runtime<'x, Self>,
+    ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a;
+
+    /// Runs turns from `state` to the end of the run (a loop over
+    /// [`turn`](Self::turn)).
+    fn run_to_end<'a, 'x>(
+        state: Self::State,
+        run: &'a mut Runtime<'x, Self>,
+    ) -> impl Future<Output = Result<Self::Output, RunError>> + Send + 'a {
+        async move {
+            let mut state = state;
+            loop {
+                match Self::turn(state, run).await {
+                    Ok(Transition::To(next)) => state = next,
+                    Ok(Transition::End(output)) => return Ok(output),
+                    Err(RunError::Returned) => state = run.return_to_sender()?,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// The agent index that `state` names.
+    fn agent_of(state: &Self::State) -> u16;
+
+    /// The state in which agent `agent` runs with the input recorded in
+    /// `payload` (to resume a run from its ledger records). The default says
+    /// the workflow cannot be resumed; generated workflows can.
+    fn restore(agent: u16, payload: &RecordedPayload<'_>) -> Result<Self::State, String> {
+        let _ = payload;
+        Err(format!(
+            "workflow `{}` cannot restore agent {agent}: it implements no `Workflow::restore`",
+            Self::GRAPH.name
+        ))
+    }
+
+    /// Writes the canonical bytes of the input that `state` carries (to
+    /// record a payload a person edited at an escalation). The default says
+    /// the workflow cannot; generated workflows can.
+    fn encode_state(state: &Self::State, out: &mut Vec<u8>) -> Result<PayloadFormat, String> {
+        let _ = (state, out);
+        Err(format!(
+            "workflow `{}` cannot encode its states: it implements no `Workflow::encode_state`",
+            Self::GRAPH.name
+        ))
+    }
+
+    /// Adds the schema of every payload, input and output to `set`.
+    fn schemas(set: &mut SchemaSet);
+}
+
+/// A payload as a ledger recorded it, to decode into the receiver's input.
+pub struct RecordedPayload<'a> {
+    pub(crate) format: crate::spec::PayloadFormat,
+    pub(crate) bytes: &'a [u8],
+}
+
+impl RecordedPayload<'_> {
+    /// The recorded value, decoded as `T`.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        crate::encode::decode(self.format, self.bytes)
+    }
+}
+
+/// What a turn leads to.
+pub enum Transition<W: Workflow> {
+    /// Another agent's turn.
+    To(W::State),
+    /// The end of the run.
+    End(W::Output),
+}
+
+/// An agent of workflow `W`.
+pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
+    /// The agent's index in [`Graph::agents`].
+    const INDEX: u16;
+    /// How long the body may take.
+    const TIMEOUT: Option<Duration> = None;
+    /// The agent's input.
+    type Input: Send;
+    /// Where the agent may hand off to: an enum whose variants carry exactly
+    /// each receiver's input type.
+    type Next: Route<W>;
+
+    /// The contract parts of the input that the receipt checks; `None` for
+    /// an input that is not a handoff (the workflow input).
+    fn contract(_input: &Self::Input) -> Option<ContractView<'_>> {
+        None
+    }
+
+    /// Evaluates the pre-conditions; the first that fails is returned.
+    fn pre(_input: &Self::Input, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
+        Ok(())
+    }
+
+    /// Whether [`post`](Self::post) checks anything. Generated code sets it
+    /// to `false` for an agent without `#[post]` conditions, and the runtime
+    /// then builds no context for them; the default, `true`, always calls
+    /// `post`.
+    const HAS_POST: bool = true;
+
+    /// Evaluates the post-conditions on the output; the first that fails is returned.
+    fn post(_out: &Self::Next, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
+        Ok(())
+    }
+
+    /// The agent's body.
+    fn run(
+        input: Self::Input,
+        cx: Context<'_, W, Self>,
+    ) -> impl Future<Output = Result<Self::Next, Reject>> + Send;
+}
+
+/// A `Next` value: records the transfer it makes and yields the next state.
+pub trait Route<W: Workflow>: Send + Sized {
+    /// Records the transfer on `run` and returns where the run goes.
+    fn route(self, run: &mut Runtime<'_, W>) -> Result<Transition<W>, RunError>;
+}
+
+/// A tool that agents of `W` can be granted.
+pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
+    /// The tool's name.
+    const NAME: &'static str;
+    /// The authority a call needs (checked against the scope of the handoff
+    /// the calling agent works under), if any.
+    const NEEDS: Option<&'static str> = None;
+    /// What the tool does to the world.
+    const EFFECT: Effect = Effect::Read;
+    /// What happens when a call fails.
+    const FALLBACK: Fallback = Fallback::ABORT;
+    /// Its input.
+    type Input: Payload;
+    /// Its output: fails fast when empty, partial or a failure status.
+    type Output: Payload + FailFast;
+    /// Calls the tool.
+    fn call(
+        self,
+        input: Self::Input,
+        deps: &W::Deps,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// Marks that agent `Self` is granted tool `T`; generated from `tools = [...]`.
+#[diagnostic::on_unimplemented(
+    message = "agent `{Self}` is not granted tool `{T}`",
+    label = "tool not granted",
+    note = "add the tool to `tools = [...]` in the agent's `#[agent(..)]` attribute, or hand the work to an agent that has it"
+)]
+pub trait Granted<T> {}
+
+// Two grants every agent has, of tools that cannot exist: with at least two
+// candidates the compiler never guesses the tool of `cx.call` from a single
+// grant, and an ungranted tool is reported as such.
+#[doc(hidden)]
+pub enum NoTool {}
+
+#[doc(hidden)]
+pub enum NoToolEither {}
+
+impl<A> Granted<NoTool> for A {}
+
+impl<A> Granted<NoToolEither> for A {}
+
+/// The name of agent `index` of `W` (`?` for an index a hand-written
+/// workflow got wrong: a name is never worth a panic).
+pub(crate) fn agent_name<W: Workflow>(index: u16) -> &'static str {
+    W::GRAPH.agents.get(index as usize).map_or("?", |a| a.name)
+}
