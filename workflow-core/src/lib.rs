@@ -162,16 +162,7 @@ pub mod __private {
         serde_json::to_value(value).map_err(|e| e.to_string())
     }
 
-    /// The authority of a handoff whose `#[authority]` part is missing (a
-    /// compile error already): every agent "owns" it, so nothing follows
-    /// from that error.
-    #[derive(Debug, Clone, Copy, Default)]
-    pub struct UnknownAuthority;
-    impl crate::Authority for UnknownAuthority {
-        const NAME: &'static str = "<missing #[authority] part>";
-    }
-    impl<A> crate::Owns<UnknownAuthority> for A {}
-
+    pub use crate::spec::UnknownAuthority;
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).
     pub static NO_STOP: crate::StopWhen = crate::StopWhen { any: Vec::new() };

@@ -63,7 +63,7 @@ impl<W: Workflow> Executor<W> {
     }
 
     /// Gives every run `model`: the one agents ask with
-    /// [`Context::generate`](crate::run::Context::generate) (an HTTP backend, a
+    /// [`Context::generate`](crate::Context::generate) (an HTTP backend, a
     /// [`ScriptedModel`](crate::llm::ScriptedModel) in tests, a
     /// [`RecordedModel`](crate::llm::RecordedModel) to replay a run).
     pub fn with_model(mut self, model: std::sync::Arc<dyn crate::llm::Model>) -> Self {
@@ -72,7 +72,7 @@ impl<W: Workflow> Executor<W> {
     }
 
     /// Limits every run: tokens, cost, tool calls. Agents charge with
-    /// [`Context::charge`](crate::run::Context::charge), each tool call counts
+    /// [`Context::charge`](crate::Context::charge), each tool call counts
     /// one; a transfer arriving with a budget used up is rejected, a turn
     /// that overspends stops the run with `RunError::BudgetExhausted`.
     pub fn with_budget(mut self, budget: Budget) -> Self {

@@ -346,3 +346,11 @@ pub(crate) fn digest(text: &str) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
+
+// Defined here, with the decoder, for the record type of the spec layer.
+impl crate::spec::RecordedPayload<'_> {
+    /// The recorded value, decoded as `T`.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        decode(self.format, self.bytes)
+    }
+}

@@ -21,7 +21,7 @@ impl MemoryLedger {
         MemoryLedger::default()
     }
 
-    /// Replaces the stored records of `run_id` (to test [`verify`] on
+    /// Replaces the stored records of `run_id` (to test [`verify`](crate::ledger::verify) on
     /// tampered records).
     pub fn replace(&self, run_id: u64, records: Vec<LedgerRecord>) {
         if let Ok(mut runs) = self.runs.lock() {

@@ -3,8 +3,8 @@
 //! A [`Model`] answers one [`ModelRequest`] (messages, and optionally a
 //! response format: a JSON Schema) with one [`ModelReply`] (its text, a
 //! refusal, the tokens it used). An agent asks for a typed value with
-//! [`Context::generate`](crate::run::Context::generate): the target payload's
-//! schema (draft 2020-12, the one [`SchemaSet`](crate::spec::SchemaSet)
+//! [`Context::generate`](crate::Context::generate): the target payload's
+//! schema (draft 2020-12, the one [`SchemaSet`](crate::SchemaSet)
 //! publishes) is sent as the response format; the reply is parsed,
 //! validated against the schema and deserialized (unknown fields denied,
 //! contract parts required); a bad reply is sent back with the errors, up to
@@ -166,7 +166,7 @@ pub type ModelFuture<'a> =
 /// A backend reports what it could not do as a [`ModelError`] (transport,
 /// status, timeout) and retries transport failures itself, as it is
 /// configured to; a reply it got, refusals included, is an `Ok`: checking
-/// the reply is [`Generation`]'s job.
+/// the reply is [`Generation`](crate::Generation)'s job.
 pub trait Model: Send + Sync {
     /// The model's name (the one a request with `model: None` gets).
     fn name(&self) -> &str;

@@ -198,11 +198,6 @@ impl RecordedModel {
         }
     }
 
-    /// The replies recorded in a run's transcript.
-    pub fn from_transcript(transcript: &crate::run::Transcript) -> Self {
-        RecordedModel::from_turns(transcript.turns().map(|(_, t)| t))
-    }
-
     /// The replies recorded in a run's ledger records.
     pub fn from_ledger(records: &[crate::ledger::LedgerRecord]) -> Self {
         RecordedModel::from_turns(records.iter().filter_map(|r| r.turn.as_ref()))

@@ -167,7 +167,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 
     /// Charges `usage` (tokens, cost) to the run's budget. Past a budget it
     /// is an error; the run stops with
-    /// [`RunError::BudgetExhausted`] at the end of the turn whatever the
+    /// [`RunError::BudgetExhausted`](crate::RunError::BudgetExhausted) at the end of the turn whatever the
     /// agent does with the error.
     pub fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
         self.shared.charge(usage)
@@ -176,7 +176,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// Asks the run's model (`Executor::with_model`) for a `T`: the prompt
     /// goes out with `T`'s JSON Schema as the response format, and the
     /// reply comes back only as a `T` that matches it (see
-    /// [`Generation`](crate::run::Generation): repairs, rules, budget).
+    /// [`Generation`](crate::Generation): repairs, rules, budget).
     /// Every attempt's tokens are charged to the run's budget, and the call
     /// is recorded with the turn. With `?` a failure ends the turn.
     pub fn generate<T: Payload>(
@@ -209,7 +209,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     ///
     /// Before the call: the tool's authority must be the one the handoff
     /// delegates, not expired, and the tool-call budget must have room.
-    /// After it: the result must pass the output's [`FailFast`] rule;
+    /// After it: the result must pass the output's [`FailFast`](crate::FailFast) rule;
     /// transient failures are retried as the tool declares. Every call is
     /// recorded (arguments, result and its digest, outcome, attempts,
     /// duration) with the transfer its turn produces.

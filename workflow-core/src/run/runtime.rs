@@ -874,7 +874,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 .is_some_and(|a| a.owns.contains(&contract.authority));
             if !owns
                 && contract.authority
-                    != <crate::__private::UnknownAuthority as crate::spec::Authority>::NAME
+                    != <crate::spec::UnknownAuthority as crate::spec::Authority>::NAME
             {
                 return Some(RejectReason::ScopeNotOwned {
                     authority: Cow::Borrowed(contract.authority),

@@ -269,3 +269,12 @@ impl fmt::Display for Transcript {
         Ok(())
     }
 }
+
+// Defined here, beside the transcript it reads (the model layer sits below
+// the run layer and does not know transcripts).
+impl crate::llm::RecordedModel {
+    /// The replies recorded in a run's transcript.
+    pub fn from_transcript(transcript: &Transcript) -> Self {
+        crate::llm::RecordedModel::from_turns(transcript.turns().map(|(_, t)| t))
+    }
+}

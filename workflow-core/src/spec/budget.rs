@@ -116,8 +116,8 @@ impl Budget {
 }
 
 /// A budget used up during a turn: returned by
-/// [`Context::charge`](crate::run::Context::charge); with `?` it ends the turn,
-/// and the run stops with [`RunError::BudgetExhausted`](crate::spec::RunError::BudgetExhausted)
+/// [`Context::charge`](crate::Context::charge); with `?` it ends the turn,
+/// and the run stops with [`RunError::BudgetExhausted`](crate::RunError::BudgetExhausted)
 /// whatever the agent does with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{budget} budget of {limit} used up ({spent} spent)")]

@@ -481,3 +481,14 @@ impl<T: EvidenceList> EvidenceList for Option<T> {
         self.as_ref().is_some_and(|e| e.resolves(question))
     }
 }
+
+/// The authority of a handoff whose `#[authority]` part is missing (a
+/// compile error already): every agent "owns" it, so nothing follows
+/// from that error.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnknownAuthority;
+impl Authority for UnknownAuthority {
+    const NAME: &'static str = "<missing #[authority] part>";
+}
+impl<A> Owns<UnknownAuthority> for A {}

@@ -28,7 +28,7 @@ impl Reject {
     /// Not a refusal: a request for a person's decision. The run is
     /// suspended with the agent's input; once a person approves (or edits
     /// the input), the agent's turn runs again and
-    /// [`Context::approval`](crate::run::Context::approval) says so.
+    /// [`Context::approval`](crate::Context::approval) says so.
     pub fn escalate(question: impl Into<Cow<'static, str>>) -> Self {
         Reject {
             reason: question.into(),
@@ -69,7 +69,7 @@ impl From<ToolError> for Reject {
 ///
 /// Results fail fast: an empty result, a partial page, a non-success status
 /// or a schema mismatch is one of these, never a value for the next agent
-/// to guess around (see [`FailFast`](crate::spec::FailFast)).
+/// to guess around (see [`FailFast`](crate::FailFast)).
 #[derive(
     Debug,
     Clone,
@@ -272,7 +272,7 @@ pub enum RunError {
         after_ms: u64,
     },
     /// The run is suspended: a transfer to `agent` waits for a person's
-    /// decision ([`Aborted::suspension`], `Executor::decide`).
+    /// decision ([`Aborted::suspension`](crate::Aborted::suspension), `Executor::decide`).
     #[error("the run is suspended: the transfer to `{agent}` waits for a decision: {reason}")]
     Suspended {
         /// The receiver whose transfer waits.
@@ -299,7 +299,7 @@ pub enum RunError {
         /// The serializer's message.
         error: String,
     },
-    /// A hand-written workflow drove the [`Runtime`](crate::run::Runtime) out of
+    /// A hand-written workflow drove the [`Runtime`](crate::Runtime) out of
     /// order (generated workflows never do): what was wrong.
     #[error("the runtime was driven out of order: {0}")]
     Protocol(String),

@@ -53,7 +53,7 @@ pub enum ModelErrorKind {
     /// deserialize (a missing contract part, an unknown field).
     SchemaMismatch,
     /// The reply deserializes but breaks a rule of the caller's
-    /// ([`Generation::check`]).
+    /// ([`Generation::check`](crate::Generation::check)).
     ContractRule,
     /// Every repair was used and the last reply was still not usable (the
     /// message names the last class, `errors` are its errors).
@@ -171,7 +171,7 @@ pub struct ModelCallRecord {
     pub model: Cow<'static, str>,
     /// The name of the schema the reply had to match (`None` for plain text).
     pub schema: Option<String>,
-    /// The SHA-256 of the first request (see [`ModelRequest::digest`]).
+    /// The SHA-256 of the first request (see [`ModelRequest::digest`](crate::llm::ModelRequest::digest)).
     pub request_digest: String,
     /// Every attempt, in order: the first request and each repair.
     pub attempts: Vec<ModelAttempt>,

@@ -220,7 +220,7 @@ pub enum Escalation {
         /// The tool's error.
         error: crate::spec::ToolError,
     },
-    /// The receiver asked for a decision ([`Reject::escalate`](crate::spec::Reject::escalate)).
+    /// The receiver asked for a decision ([`Reject::escalate`](crate::Reject::escalate)).
     Requested {
         /// What it asked.
         question: String,

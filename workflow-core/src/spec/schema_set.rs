@@ -1,5 +1,5 @@
 //! A set of named root JSON Schemas (draft 2020-12): what a workflow's
-//! [`Workflow::schemas`](crate::spec::Workflow::schemas) fills in. Writing
+//! [`Workflow::schemas`](crate::Workflow::schemas) fills in. Writing
 //! it to files and checking it for drift is the export layer's.
 
 use std::collections::BTreeMap;

@@ -25,7 +25,7 @@ pub enum Effect {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Then {
-    /// The run stops with [`RunError::ToolFailed`](crate::spec::RunError::ToolFailed)
+    /// The run stops with [`RunError::ToolFailed`](crate::RunError::ToolFailed)
     /// at the end of the turn, whatever the agent does with the error: a bad
     /// result never reaches the next agent (the default).
     #[default]
@@ -38,7 +38,7 @@ pub enum Then {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fallback {
-    /// Retries of a transient failure ([`ToolErrorKind::is_transient`](crate::spec::ToolErrorKind::is_transient)).
+    /// Retries of a transient failure ([`ToolErrorKind::is_transient`](crate::ToolErrorKind::is_transient)).
     pub retries: u32,
     /// The wait before the first retry; doubled before each next one.
     pub backoff_ms: u64,

@@ -92,17 +92,11 @@ pub trait Workflow: Sized + Send + Sync + 'static {
     fn schemas(set: &mut SchemaSet);
 }
 
-/// A payload as a ledger recorded it, to decode into the receiver's input.
+/// A payload as a ledger recorded it, to decode into the receiver's input
+/// (`decode`, defined with the canonical encoding).
 pub struct RecordedPayload<'a> {
     pub(crate) format: crate::spec::PayloadFormat,
     pub(crate) bytes: &'a [u8],
-}
-
-impl RecordedPayload<'_> {
-    /// The recorded value, decoded as `T`.
-    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
-        crate::encode::decode(self.format, self.bytes)
-    }
 }
 
 /// What a turn leads to.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::ledger::Divergence;
-/// What [`Executor::replay`] found.
+/// What [`Executor::replay`](crate::Executor::replay) found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayReport {
     /// The workflow that recorded the run.
@@ -73,7 +73,7 @@ pub enum ReplayError {
         /// The workflow asked to replay it.
         replaying: &'static str,
     },
-    /// [`Executor::replay_run`] on an executor without a ledger.
+    /// [`Executor::replay_run`](crate::Executor::replay_run) on an executor without a ledger.
     #[error("no ledger is attached (`Executor::with_ledger`)")]
     NoLedger,
     /// The ledger could not give the run's records back.
