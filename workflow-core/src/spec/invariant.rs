@@ -29,8 +29,9 @@ pub struct TransferView<'a> {
 /// transfer. `#[invariants(forbid = [..], check = [..])]` implements it;
 /// `()` has none.
 pub trait Invariants: Send + Sync + 'static {
-    /// Paths of fields that must never appear in any payload (see
-    /// [`find_forbidden`]).
+    /// Paths of fields that must never appear in any payload: a name at
+    /// any depth (`ssn`), a dotted path from the top (`card.number`), `*`
+    /// for any field; arrays are looked through.
     const FORBIDDEN: &'static [&'static str] = &[];
     /// Whether [`check`](Self::check) checks anything.
     const CHECKS: bool = false;
@@ -90,7 +91,7 @@ impl TokenCounter for ApproxTokens {
 /// (`customer.email`) is followed from the top, `*` standing for any one
 /// field; arrays are looked through at every step (`orders.card` finds the
 /// `card` of every order).
-pub fn find_forbidden<'p>(value: &serde_json::Value, paths: &[&'p str]) -> Option<&'p str> {
+pub(crate) fn find_forbidden<'p>(value: &serde_json::Value, paths: &[&'p str]) -> Option<&'p str> {
     paths.iter().copied().find(|path| {
         if path.contains('.') {
             let steps: Vec<&str> = path.split('.').collect();
