@@ -58,6 +58,8 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
         Receipt::Approved { by, edited } => {
             format!("approved by {by}{}", if *edited { ", edited" } else { "" })
         }
+        // A receipt of a newer version of the library.
+        other => format!("{other:?}"),
     };
     let calls = r.turn.as_ref().map_or(String::new(), |t| {
         let calls: Vec<String> = t

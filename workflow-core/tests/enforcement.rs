@@ -1012,3 +1012,35 @@ async fn progress_is_reported_as_each_turn_starts() {
     );
     assert_eq!(done.transcript.summary().path.len(), 4);
 }
+
+#[tokio::test]
+async fn a_run_wide_limit_at_an_escalating_receipt_stops_the_run_and_asks_nobody() {
+    // The picker escalates the rejections at its receipt; its input comes
+    // after one hop, so a hop cap of one is reached there.
+    let (wf, shelf) = shop();
+    let wf = wf.with_max_hops(1);
+    let aborted = wf.run(order("pick")).await.expect_err("hop cap");
+    assert!(
+        matches!(
+            &aborted.error,
+            RunError::Rejected {
+                to: "picker",
+                reason: RejectReason::HopCap { max_hops: 1 },
+                ..
+            }
+        ),
+        "{}",
+        aborted.error
+    );
+    assert!(aborted.suspension().is_none(), "nothing to approve");
+    assert_eq!(
+        shelf.picks.load(Ordering::SeqCst),
+        0,
+        "the picker never ran"
+    );
+    let last = receipts(&aborted.transcript).pop();
+    assert!(
+        matches!(last, Some(Receipt::Rejected { .. })),
+        "recorded as rejected, not escalated: {last:?}"
+    );
+}

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use workflow_core::ledger::{Ledger, LedgerRecord, MemoryLedger, Tampering, verify};
+use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering, verify};
 use workflow_core::prelude::*;
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -250,7 +250,7 @@ async fn a_ledger_failure_stops_the_run() {
     let aborted = wf.run(1).await.unwrap_err();
     assert_eq!(
         aborted.error,
-        RunError::Ledger("ledger storage failed: disk full".into())
+        RunError::Ledger(LedgerError::Storage("disk full".into()))
     );
     assert_eq!(
         aborted.transcript.len(),

@@ -396,7 +396,7 @@ impl<W: Workflow> Executor<W> {
                     ));
                 }
                 let state = W::restore(agent, &payload).map_err(fail)?;
-                run.resumed_turn = true;
+                run.next_turn = crate::run::TurnStart::Decided;
                 state
             }
             _ => {

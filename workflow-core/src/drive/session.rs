@@ -55,7 +55,7 @@ impl<'x, W: Workflow> Session<'x, W> {
             }
         };
         let turn = match W::turn(state, &mut self.run).await {
-            Err(RunError::Returned) => self.run.return_to_sender().map(Transition::To),
+            Err(_) if self.run.is_returning() => self.run.return_to_sender().map(Transition::To),
             other => other,
         };
         match turn {

@@ -23,6 +23,7 @@ pub struct Divergence {
 /// What differs at a [`Divergence`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "what", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Difference {
     /// The sender or the receiver.
     Route,

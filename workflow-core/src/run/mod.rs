@@ -5,6 +5,7 @@
 
 pub mod context;
 pub mod generate;
+pub(crate) mod receipt;
 pub mod runtime;
 pub mod tool_call;
 pub mod transcript;

@@ -11,14 +11,15 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::run::receipt::check_pre;
 use crate::run::{Context, Returned, RunShared};
 use crate::run::{Entry, Status, Transcript};
 use crate::spec::Then;
 use crate::spec::{Agent, Route, Transition, Workflow};
 use crate::spec::{Budget, Usage};
-use crate::spec::{ContractView, Expiry, Moment};
+use crate::spec::{ContractView, Expiry};
 use crate::spec::{Escalation, RejectReason, TurnRecord};
-use crate::spec::{Gate, Invariants, TokenCounter, TransferView};
+use crate::spec::{Gate, TokenCounter};
 use crate::spec::{Node, OnReject};
 use crate::spec::{Reject, RunError};
 
@@ -54,42 +55,59 @@ pub struct Progress {
 
 /// The state of one run as the executor keeps it.
 pub struct Runtime<'x, W: Workflow> {
-    root: &'x W::Root,
-    deps: &'x W::Deps,
+    pub(super) root: &'x W::Root,
+    pub(super) deps: &'x W::Deps,
     pub(crate) hops: u32,
-    max_hops: u32,
-    edge_uses: Box<[u32]>,
-    clock: &'static quanta::Clock,
-    started: u64,
+    pub(super) max_hops: u32,
+    pub(super) edge_uses: Box<[u32]>,
+    pub(super) clock: &'static quanta::Clock,
+    pub(super) started: u64,
     pub(crate) transcript: Transcript,
-    ledger: Option<&'x dyn crate::ledger::Ledger>,
-    limits: Limits<'x>,
-    shared: Arc<RunShared>,
+    pub(super) ledger: Option<&'x dyn crate::ledger::Ledger>,
+    pub(super) limits: Limits<'x>,
+    pub(super) shared: Arc<RunShared>,
     /// What the run spent before the current turn.
     pub(crate) spent: Usage,
     /// The questions the agent whose turn runs received (to check that its
     /// handoff acknowledges each).
-    open: Vec<String>,
+    pub(super) open: Vec<String>,
     /// The entry the current turn works on.
-    turn_input: usize,
+    pub(super) turn_input: usize,
     /// Handoffs each agent has returned to their senders.
-    returns: Box<[u32]>,
+    pub(super) returns: Box<[u32]>,
     /// The payload of the last handoff returned to its sender, by edge: the
     /// same bytes sent again are rejected.
-    returned_payload: Option<(u16, Vec<u8>)>,
-    /// Set when the next turn is a sender's, to handle its returned handoff.
-    pending_return: Option<Returned>,
-    /// Set when the pending transfer is a person's edited payload.
-    pub(crate) approver: Option<String>,
+    pub(super) returned_payload: Option<(u16, Vec<u8>)>,
+    /// How the next agent turn starts.
+    pub(crate) next_turn: TurnStart,
     /// The scope of the handoff the current turn works under.
-    turn_scope: Option<(&'static str, Expiry)>,
+    pub(super) turn_scope: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
-    prev_hash: String,
+    pub(super) prev_hash: String,
     /// Microseconds the run had run before it was resumed.
-    at_offset_us: u64,
-    /// Set on a resumed run whose last record is an accepted transfer: the
-    /// receiver's turn runs again without a second receipt.
-    pub(crate) resumed_turn: bool,
+    pub(super) at_offset_us: u64,
+}
+
+/// How the next agent turn starts: the four ways a turn begins, each with
+/// what it carries.
+pub(crate) enum TurnStart {
+    /// A transfer was recorded and waits for its receipt (a handoff, or the
+    /// workflow input): the receipt checks decide.
+    Delivery,
+    /// A person edited an escalated payload: it is delivered again and goes
+    /// through the receipt checks again, and the receipt records who
+    /// approved it.
+    Edited {
+        /// Who decided.
+        by: String,
+    },
+    /// The sender's turn again, on its accepted input, to handle the
+    /// rejection of its handoff (`on_reject = sender`): no receipt.
+    Return(Returned),
+    /// The last transfer's receipt was decided and committed before: a run
+    /// resumed after a crash, or a transfer a person approved as it was.
+    /// The receiver's turn runs without a second receipt.
+    Decided,
 }
 
 static RUN_IDS: AtomicU64 = AtomicU64::new(0);
@@ -142,12 +160,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             turn_input: 0,
             returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
             returned_payload: None,
-            pending_return: None,
-            approver: None,
+            next_turn: TurnStart::Delivery,
             turn_scope: None,
             prev_hash: String::new(),
             at_offset_us: 0,
-            resumed_turn: false,
         }
     }
 
@@ -240,10 +256,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let record = self
             .transcript
             .ledger_record(i, prev)
-            .map_err(|e| RunError::Ledger(e.to_string()))?;
-        ledger
-            .append(&record)
-            .map_err(|e| RunError::Ledger(e.to_string()))?;
+            .map_err(|e| RunError::Ledger(crate::spec::LedgerError::Corrupt(e.to_string())))?;
+        ledger.append(&record).map_err(RunError::Ledger)?;
         self.prev_hash = record.hash;
         Ok(())
     }
@@ -356,20 +370,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.commit_last()
     }
 
-    /// The first question the current turn received that `contract` neither
-    /// carries forward nor resolves with evidence.
-    #[inline]
-    fn dropped_question(&mut self, contract: Option<&ContractView<'_>>) -> Option<String> {
-        if self.open.is_empty() {
-            return None;
-        }
-        let open = std::mem::take(&mut self.open);
-        open.into_iter().find(|q| match &contract {
-            None => true,
-            Some(c) => !c.open.questions().contains(&q.as_str()) && !c.evidence.resolves(q),
-        })
-    }
-
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
     /// not: generated code always passes a right index; a hand-written
     /// workflow that does not gets an error, never a panic.
@@ -453,7 +453,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             _ => OnReject::Abort,
         };
         let error = match (policy, edge.from, edge.to) {
-            (OnReject::Escalate, _, _) => {
+            (OnReject::Escalate, _, _) if returnable(&reason) => {
                 let reason = Escalation::Rejected { reason };
                 self.transcript.note(
                     i,
@@ -485,12 +485,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         .unwrap_or_default()
                         .to_vec();
                     self.returned_payload = Some((edge_index, bytes));
-                    self.pending_return = Some(Returned {
+                    self.next_turn = TurnStart::Return(Returned {
                         by: to,
-                        reason,
+                        reason: reason.clone(),
                         times,
                     });
-                    RunError::Returned
+                    // The run goes on with the sender's turn
+                    // (`return_to_sender`); to the turn, a rejection.
+                    RunError::Rejected { from, to, reason }
                 }
             }
             _ => {
@@ -511,16 +513,27 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     .receipt(self.transcript.len().saturating_sub(1))
             },
         );
-        // A rejection the ledger could not keep is reported as that.
+        // A rejection the ledger could not keep is reported as that, and
+        // the run stops there.
         match self.commit_last() {
             Ok(()) => error,
-            Err(ledger) => ledger,
+            Err(ledger) => {
+                self.next_turn = TurnStart::Delivery;
+                ledger
+            }
         }
     }
 
+    /// Whether the last rejection was routed back to its sender
+    /// (`on_reject = sender`): the run goes on with
+    /// [`return_to_sender`](Self::return_to_sender), not with the error.
+    pub(crate) fn is_returning(&self) -> bool {
+        matches!(self.next_turn, TurnStart::Return(_))
+    }
+
     /// The state in which the sender of a returned handoff runs again (its
-    /// last input, read back from the record), after
-    /// [`RunError::Returned`].
+    /// last input, read back from the record), after a rejection that
+    /// [`is_returning`](Self::is_returning).
     pub(crate) fn return_to_sender(&mut self) -> Result<W::State, RunError> {
         let sender = self
             .transcript
@@ -572,7 +585,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let i = self.transcript.len() - 1;
         let bytes = self.transcript.payload_bytes(i)?.to_vec();
         self.returned_payload = Some((e.edge, bytes));
-        self.pending_return = Some(Returned {
+        self.next_turn = TurnStart::Return(Returned {
             by: W::GRAPH.node_name(edge.to),
             reason,
             times,
@@ -580,131 +593,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         Some(())
     }
 
-    /// The checks every transfer gets, to an agent or to `END`: handoff
-    /// size limits, forbidden fields, the invariants' predicates, the gate.
-    #[inline]
-    fn check_transfer(&self, contract: Option<&ContractView<'_>>) -> Option<RejectReason> {
-        let limits = contract
-            .as_ref()
-            .map_or((None, None), |c| (c.max_bytes, c.max_tokens));
-        let needs_json = limits != (None, None)
-            || !W::Root::FORBIDDEN.is_empty()
-            || W::Root::CHECKS
-            || self.limits.gate.is_some();
-        if !needs_json {
-            return None;
-        }
-        self.check_transfer_json(contract, limits)
-    }
-
-    /// [`check_transfer`](Self::check_transfer) once a check needs the
-    /// payload as JSON (kept out of the common path).
-    #[inline(never)]
-    fn check_transfer_json(
-        &self,
-        contract: Option<&ContractView<'_>>,
-        limits: (Option<u64>, Option<u64>),
-    ) -> Option<RejectReason> {
-        let i = self.transcript.len().checked_sub(1)?;
-        let text = match self.transcript.payload(i) {
-            Ok(text) => text,
-            Err(e) => {
-                return Some(RejectReason::SchemaMismatch {
-                    errors: vec![e.to_string()],
-                });
-            }
-        };
-        if let Some(max) = limits.0
-            && text.len() as u64 > max
-        {
-            return Some(RejectReason::TooLarge {
-                unit: Cow::Borrowed("bytes"),
-                size: text.len() as u64,
-                max,
-            });
-        }
-        if let Some(max) = limits.1 {
-            let tokens = self.limits.tokens.count(&text);
-            if tokens > max {
-                return Some(RejectReason::TooLarge {
-                    unit: Cow::Borrowed("tokens"),
-                    size: tokens,
-                    max,
-                });
-            }
-        }
-        let payload: serde_json::Value = match serde_json::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                return Some(RejectReason::SchemaMismatch {
-                    errors: vec![e.to_string()],
-                });
-            }
-        };
-        if let Some(path) = crate::spec::find_forbidden(&payload, W::Root::FORBIDDEN) {
-            return Some(RejectReason::ForbiddenField {
-                path: path.to_owned(),
-            });
-        }
-        let entry = self.transcript.entries.get(i)?;
-        let edge = W::GRAPH.edges.get(entry.edge as usize)?;
-        let view = TransferView {
-            workflow: W::GRAPH.name,
-            run_id: self.transcript.run_id,
-            hop: self.hops,
-            sender: W::GRAPH.node_name(edge.from),
-            receiver: W::GRAPH.node_name(edge.to),
-            payload_type: edge.payload,
-            payload: &payload,
-        };
-        if let Err((invariant, message)) = self.root.check(&view) {
-            return Some(RejectReason::InvariantBroken {
-                invariant: Cow::Borrowed(invariant),
-                message,
-            });
-        }
-        let gate = self.limits.gate?;
-        let root = match self.root.to_json() {
-            Ok(root) => root,
-            Err(e) => {
-                return Some(RejectReason::Denied {
-                    gate: gate.name(),
-                    messages: vec![format!("the root invariants do not serialize: {e}")],
-                });
-            }
-        };
-        let contract_json = contract.map_or(serde_json::Value::Null, |c| {
-            serde_json::Value::Object(
-                c.parts
-                    .iter()
-                    .filter_map(|(part, field)| {
-                        Some(((*part).to_owned(), payload.get(*field)?.clone()))
-                    })
-                    .collect(),
-            )
-        });
-        let input = serde_json::json!({
-            "workflow": view.workflow,
-            "run_id": view.run_id,
-            "hop": view.hop,
-            "sender": view.sender,
-            "receiver": view.receiver,
-            "payload_type": view.payload_type,
-            "contract": contract_json,
-            "payload": payload,
-            "root": root,
-        });
-        match gate.check(&input) {
-            Ok(()) => None,
-            Err(messages) => Some(RejectReason::Denied {
-                gate: gate.name(),
-                messages,
-            }),
-        }
-    }
-
     /// Milliseconds since the run started (its resumed part included).
-    fn elapsed_ms(&self) -> u64 {
+    pub(super) fn elapsed_ms(&self) -> u64 {
         (self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
             / 1000
     }
@@ -720,59 +610,84 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
-        let scope = contract.as_ref().map(|c| (c.authority, c.expires));
-        self.turn_scope = scope;
-        if let Some(returned) = self.pending_return.take() {
-            // The sender's turn again, on its accepted input, to handle the
-            // rejection of its handoff.
-            let sender = self
-                .transcript
-                .entries
-                .get(self.turn_input)
-                .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
-                .map(|e| e.to);
-            if sender != Some(Node::Agent(A::INDEX)) {
-                return Err(RunError::Protocol(format!(
-                    "a returned handoff's sender is not agent `{}`",
-                    agent_name::<W>(A::INDEX)
-                )));
-            }
-            self.progress::<A>();
-            self.begin_turn(contract.as_ref());
-            self.shared.lock().returned = Some(returned);
+        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
+            TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
+            TurnStart::Edited { by } => self.deliver_first::<A>(input, contract.as_ref(), Some(by)),
+            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), returned),
+            TurnStart::Decided => self.start_decided::<A>(contract.as_ref()),
+        }
+    }
+
+    /// The sender's turn again, on its accepted input, to handle the
+    /// rejection of its handoff.
+    fn start_returned<A: Agent<W>>(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+        returned: Returned,
+    ) -> Result<Context<'x, W, A>, RunError> {
+        let sender = self
+            .transcript
+            .entries
+            .get(self.turn_input)
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.to);
+        if sender != Some(Node::Agent(A::INDEX)) {
+            return Err(RunError::Protocol(format!(
+                "a returned handoff's sender is not agent `{}`",
+                agent_name::<W>(A::INDEX)
+            )));
+        }
+        self.progress::<A>();
+        self.begin_turn(contract);
+        self.shared.lock().returned = Some(returned);
+        self.shared.mark();
+        let cx = self.context::<A>(self.turn_scope);
+        self.hops += 1;
+        Ok(cx)
+    }
+
+    /// The turn on a transfer whose receipt was decided before (a resumed
+    /// run, or a person's approval).
+    fn start_decided<A: Agent<W>>(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Result<Context<'x, W, A>, RunError> {
+        let last = self.transcript.entries.last().map(|e| (e.status, e.edge));
+        let accepted = last.is_some_and(|(status, edge)| {
+            status.ran()
+                && W::GRAPH.edges.get(edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
+        });
+        if !accepted {
+            return Err(RunError::Protocol(format!(
+                "a resumed run's accepted transfer is not to agent `{}`",
+                agent_name::<W>(A::INDEX)
+            )));
+        }
+        self.turn_input = self.transcript.len() - 1;
+        self.progress::<A>();
+        self.begin_turn(contract);
+        if let Some(crate::spec::Receipt::Approved { by, edited }) =
+            self.transcript.receipt(self.turn_input)
+        {
+            self.shared.lock().approval = Some(crate::run::Approval { by, edited });
             self.shared.mark();
-            let cx = self.context::<A>(scope);
-            self.hops += 1;
-            return Ok(cx);
         }
-        if std::mem::take(&mut self.resumed_turn) {
-            // The receipt was decided and committed before the crash (or a
-            // person approved the transfer).
-            let last = self.transcript.entries.last().map(|e| (e.status, e.edge));
-            let accepted = last.is_some_and(|(status, edge)| {
-                status.ran()
-                    && W::GRAPH.edges.get(edge as usize).map(|i| i.to)
-                        == Some(Node::Agent(A::INDEX))
-            });
-            if !accepted {
-                return Err(RunError::Protocol(format!(
-                    "a resumed run's accepted transfer is not to agent `{}`",
-                    agent_name::<W>(A::INDEX)
-                )));
-            }
-            self.turn_input = self.transcript.len() - 1;
-            self.progress::<A>();
-            self.begin_turn(contract.as_ref());
-            if let Some(crate::spec::Receipt::Approved { by, edited }) =
-                self.transcript.receipt(self.turn_input)
-            {
-                self.shared.lock().approval = Some(crate::run::Approval { by, edited });
-                self.shared.mark();
-            }
-            let mut cx = self.context::<A>(scope);
-            cx.hop = self.hops.saturating_sub(1);
-            return Ok(cx);
-        }
+        let mut cx = self.context::<A>(self.turn_scope);
+        cx.hop = self.hops.saturating_sub(1);
+        Ok(cx)
+    }
+
+    /// The first delivery of the pending transfer to agent `A` (or of a
+    /// person's edit of it, approved by `approver`): the receipt checks in
+    /// their order, then the pre-conditions; on acceptance the receipt is
+    /// committed and the turn counted.
+    fn deliver_first<A: Agent<W>>(
+        &mut self,
+        input: &A::Input,
+        contract: Option<&ContractView<'_>>,
+        approver: Option<String>,
+    ) -> Result<Context<'x, W, A>, RunError> {
         let pending = self.transcript.entries.last().is_some_and(|e| {
             e.status == Status::Pending
                 && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
@@ -783,19 +698,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(contract.as_ref()) {
+        if let Some(reason) = self.check_receipt::<A>(contract) {
             return Err(self.reject_last(reason));
         }
-        let cx = self.context::<A>(scope);
-        if let Err(c) = A::pre(input, &cx) {
-            return Err(self.reject_last(RejectReason::PreCondition {
-                condition: Cow::Borrowed(c.expr),
-                message: Cow::Borrowed(c.message),
-            }));
+        let cx = self.context::<A>(self.turn_scope);
+        if let Some(reason) = check_pre::<W, A>(input, &cx) {
+            return Err(self.reject_last(reason));
         }
         let i = self.transcript.len() - 1;
-        let approval = self.approver.take();
-        match &approval {
+        match &approver {
             Some(by) => self.transcript.note(
                 i,
                 crate::spec::Receipt::Approved {
@@ -820,8 +731,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         );
         self.turn_input = i;
         self.progress::<A>();
-        self.begin_turn(contract.as_ref());
-        if let Some(by) = approval {
+        self.begin_turn(contract);
+        if let Some(by) = approver {
             self.shared.lock().approval = Some(crate::run::Approval { by, edited: true });
             self.shared.mark();
         }
@@ -841,74 +752,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 elapsed_ms: self.elapsed_ms(),
             });
         }
-    }
-
-    /// The receipt checks before the pre-conditions; the first that fails.
-    fn check_receipt<A: Agent<W>>(
-        &mut self,
-        contract: Option<&ContractView<'_>>,
-    ) -> Option<RejectReason> {
-        if self.hops >= self.max_hops {
-            return Some(RejectReason::HopCap {
-                max_hops: self.max_hops,
-            });
-        }
-        if let Some(after_ms) = self.limits.deadline_ms
-            && self.elapsed_ms() >= after_ms
-        {
-            return Some(RejectReason::DeadlinePassed { after_ms });
-        }
-        if let Some((budget, limit, spent)) =
-            self.limits.budget.and_then(|b| b.over(&self.spent, true))
-        {
-            return Some(RejectReason::BudgetExhausted {
-                budget,
-                limit,
-                spent,
-            });
-        }
-        if let Some(contract) = &contract {
-            let owns = W::GRAPH
-                .agents
-                .get(A::INDEX as usize)
-                .is_some_and(|a| a.owns.contains(&contract.authority));
-            if !owns
-                && contract.authority
-                    != <crate::spec::UnknownAuthority as crate::spec::Authority>::NAME
-            {
-                return Some(RejectReason::ScopeNotOwned {
-                    authority: Cow::Borrowed(contract.authority),
-                });
-            }
-            let moment = Moment {
-                hop: self.hops,
-                tokens_spent: self.spent.total_tokens(),
-            };
-            let expired = match contract.expires {
-                Expiry::Never => false,
-                Expiry::AtHop(hop) => moment.hop > hop,
-                Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
-            };
-            if expired {
-                return Some(RejectReason::ScopeExpired {
-                    authority: Cow::Borrowed(contract.authority),
-                });
-            }
-            if let Some(condition) = contract.stop.met_at(&moment) {
-                return Some(RejectReason::StopConditionMet { condition });
-            }
-        }
-        if let Some((edge, bytes)) = self.returned_payload.take() {
-            let i = self.transcript.len() - 1;
-            let same_edge = self.transcript.entries.get(i).map(|e| e.edge) == Some(edge);
-            if same_edge && self.transcript.payload_bytes(i) == Some(bytes.as_slice()) {
-                return Some(RejectReason::ResentUnchanged);
-            }
-            if !same_edge {
-                self.returned_payload = Some((edge, bytes));
-            }
-        }
-        self.check_transfer(contract)
     }
 
     /// Starts the log of a turn: what the run spent so far, nothing logged.
@@ -1071,7 +914,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 self.commit_last()?;
                 self.handoff_event();
                 self.hops += 1;
-                self.resumed_turn = true;
+                self.next_turn = TurnStart::Decided;
                 Ok(state)
             }
             Decision::Reject { by, note } => {
@@ -1114,7 +957,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 let mut bytes = Vec::new();
                 let format = W::encode_state(&state, &mut bytes).map_err(RunError::Decision)?;
                 self.push_redelivery(edge, format, &bytes)?;
-                self.approver = Some(by);
+                self.next_turn = TurnStart::Edited { by };
                 Ok(state)
             }
         }
@@ -1356,10 +1199,11 @@ pub(crate) fn agent_on_reject<W: Workflow>(a: u16) -> OnReject {
         .map_or(OnReject::Abort, |a| a.on_reject)
 }
 
-/// Whether a rejection can go back to the sender: the ones about what it
-/// sent. Run-wide limits (hop cap, loop bounds, deadline, budgets), an
-/// authority the receiver does not own and a person's rejection stop the
-/// run whatever the receiver declares.
+/// Whether a rejection can be routed as the receiver declares (back to the
+/// sender, or to a person): the ones about what was sent. Run-wide limits
+/// (hop cap, loop bounds, deadline, budgets), an authority the receiver
+/// does not own and a person's rejection stop the run whatever the receiver
+/// declares: nobody's approval lifts a limit of the run.
 fn returnable(reason: &RejectReason) -> bool {
     !matches!(
         reason,

@@ -8,6 +8,7 @@ use std::future::Future;
 
 use crate::run::RunShared;
 use crate::spec::{Tool, Workflow};
+
 /// Whether the scope of the handoff an agent works under covers a call of
 /// a tool needing `needs` at hop `hop`.
 fn check_scope(
@@ -52,6 +53,10 @@ pub(crate) struct CallSite<'x> {
     pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
 }
 
+/// One tool call, in its steps: the scope, the budget, a recorded outcome
+/// served instead of calling (a replay, or a turn resumed after a crash),
+/// the call with its retries and the fail-fast rule, the record, the journal.
+/// The span around it is the caller's (`Context::call`).
 pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     tool: T,
     input: T::Input,
@@ -59,14 +64,8 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     shared: &RunShared,
     at: CallSite<'_>,
 ) -> Result<T::Output, ToolError> {
-    let CallSite { scope, hop, .. } = at;
     let started = std::time::Instant::now();
-    let index = {
-        let mut log = shared.lock();
-        log.next_call += 1;
-        log.next_call - 1
-    };
-    shared.mark();
+    let index = shared.next_call_index();
     let arguments = serde_json::to_string(&input);
     let mut attempts = 0;
     // Set when the outcome comes from a record, not from the tool.
@@ -75,23 +74,8 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         let arguments = arguments
             .as_ref()
             .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
-        check_scope(T::NAME, T::NEEDS, scope, hop)?;
-        {
-            let mut log = shared.lock();
-            log.usage.tool_calls += 1;
-            let mut spent = log.spent_before;
-            spent.add(&log.usage);
-            if let Some(budget) = shared.budget
-                && let Some(limit) = budget.tool_calls
-                && spent.tool_calls > limit
-            {
-                return Err(ToolError::of(
-                    T::NAME,
-                    ToolErrorKind::Budget,
-                    format!("the run's budget of {limit} tool calls is used up"),
-                ));
-            }
-        }
+        check_scope(T::NAME, T::NEEDS, at.scope, at.hop)?;
+        charge_call::<W, T>(shared)?;
         if let Some(recorded) = &shared.recorded {
             match recorded.serve(at.turn_seq, index, T::NAME, arguments) {
                 crate::ledger::Served::Call(call) => {
@@ -104,57 +88,105 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
                 crate::ledger::Served::Live => {}
             }
         }
-        let mut input = Some(input);
-        let mut backoff = T::FALLBACK.backoff_ms;
-        loop {
-            attempts += 1;
-            let this = match input.take() {
-                Some(first) => first,
-                // A retry: the arguments again, from their recorded text.
-                None => serde_json::from_str(arguments).map_err(|e| {
-                    ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
-                })?,
-            };
-            let id = crate::run::CallId {
-                run_id: at.run_id,
-                turn_seq: at.turn_seq,
-                index,
-            };
-            let result = match crate::run::with_call_id(id, tool.call(this, deps)).await {
-                Ok(out) => match out.fail_fast() {
-                    Ok(()) => match serde_json::to_string(&out) {
-                        Ok(text) => Ok((out, text)),
-                        Err(e) => Err(ToolError::of(
-                            T::NAME,
-                            ToolErrorKind::Schema,
-                            format!("the result does not serialize: {e}"),
-                        )),
-                    },
-                    Err(unusable) => Err(unusable.into_error(T::NAME)),
-                },
-                Err(e) => Err(e),
-            };
-            match result {
-                Err(e) if e.kind.is_transient() && attempts <= T::FALLBACK.retries => {
-                    tokio::time::sleep(std::time::Duration::from_millis(backoff)).await;
-                    backoff = backoff.saturating_mul(2);
-                }
-                other => return other,
-            }
-        }
+        let id = crate::run::CallId {
+            run_id: at.run_id,
+            turn_seq: at.turn_seq,
+            index,
+        };
+        call_with_retries::<W, T>(tool, input, arguments, deps, id, &mut attempts).await
     }
     .await;
     let duration_us = started.elapsed().as_micros() as u64;
     if let Some(call) = served {
         // The recorded call again, as it was recorded.
-        let mut log = shared.lock();
-        if let (Err(error), None) = (&outcome, &log.failure) {
-            log.failure = Some((error.clone(), T::FALLBACK.then));
-        }
-        log.calls.push(call);
+        shared.log_call(call, outcome.as_ref().err(), T::FALLBACK.then);
         return outcome.map(|(out, _)| out);
     }
-    let (mut outcome, recorded) = match outcome {
+    let (outcome, record) = record_of::<W, T>(index, arguments, outcome, attempts, duration_us);
+    journal_and_log::<W, T>(shared, &at, record, outcome)
+}
+
+/// Counts the call against the run's tool-call budget.
+fn charge_call<W: Workflow, T: Tool<W>>(shared: &RunShared) -> Result<(), ToolError> {
+    let mut log = shared.lock();
+    log.usage.tool_calls += 1;
+    let mut spent = log.spent_before;
+    spent.add(&log.usage);
+    if let Some(budget) = shared.budget
+        && let Some(limit) = budget.tool_calls
+        && spent.tool_calls > limit
+    {
+        return Err(ToolError::of(
+            T::NAME,
+            ToolErrorKind::Budget,
+            format!("the run's budget of {limit} tool calls is used up"),
+        ));
+    }
+    Ok(())
+}
+
+/// Calls the tool, retrying a transient failure as it declares (doubling
+/// the backoff); the output passes the fail-fast rule and is returned with
+/// its JSON text.
+async fn call_with_retries<W: Workflow, T: Tool<W>>(
+    tool: T,
+    input: T::Input,
+    arguments: &str,
+    deps: &W::Deps,
+    id: crate::run::CallId,
+    attempts: &mut u32,
+) -> Result<(T::Output, String), ToolError> {
+    let mut input = Some(input);
+    let mut backoff = T::FALLBACK.backoff_ms;
+    loop {
+        *attempts += 1;
+        let this = match input.take() {
+            Some(first) => first,
+            // A retry: the arguments again, from their recorded text.
+            None => serde_json::from_str(arguments).map_err(|e| {
+                ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
+            })?,
+        };
+        let result = match crate::run::with_call_id(id, tool.call(this, deps)).await {
+            Ok(out) => fail_fast::<W, T>(out),
+            Err(e) => Err(e),
+        };
+        match result {
+            Err(e) if e.kind.is_transient() && *attempts <= T::FALLBACK.retries => {
+                tokio::time::sleep(std::time::Duration::from_millis(backoff)).await;
+                backoff = backoff.saturating_mul(2);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The tool's output, if it is usable (not empty, partial or a failure
+/// status, and serializable), with its JSON text.
+fn fail_fast<W: Workflow, T: Tool<W>>(out: T::Output) -> Result<(T::Output, String), ToolError> {
+    if let Err(unusable) = out.fail_fast() {
+        return Err(unusable.into_error(T::NAME));
+    }
+    match serde_json::to_string(&out) {
+        Ok(text) => Ok((out, text)),
+        Err(e) => Err(ToolError::of(
+            T::NAME,
+            ToolErrorKind::Schema,
+            format!("the result does not serialize: {e}"),
+        )),
+    }
+}
+
+/// The record of a call made: its arguments, its result and the result's
+/// digest (or its error), attempts and duration.
+fn record_of<W: Workflow, T: Tool<W>>(
+    index: u32,
+    arguments: Result<String, serde_json::Error>,
+    outcome: Result<(T::Output, String), ToolError>,
+    attempts: u32,
+    duration_us: u64,
+) -> (Result<T::Output, ToolError>, ToolCallRecord) {
+    let (outcome, recorded) = match outcome {
         Ok((out, text)) => {
             let digest = crate::encode::digest(&text);
             (
@@ -175,27 +207,54 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         attempts,
         duration_us,
     };
-    // Journaled before the agent sees the outcome: a turn resumed after a
-    // crash is served this outcome instead of calling the tool again.
+    (outcome, record)
+}
+
+/// Journals the call's record before the agent sees the outcome (a turn
+/// resumed after a crash is served it instead of calling the tool again),
+/// then logs it with the turn. An outcome that is not durable is not used:
+/// the run stops.
+fn journal_and_log<W: Workflow, T: Tool<W>>(
+    shared: &RunShared,
+    at: &CallSite<'_>,
+    record: ToolCallRecord,
+    mut outcome: Result<T::Output, ToolError>,
+) -> Result<T::Output, ToolError> {
     let mut then = T::FALLBACK.then;
     if let Some(journal) = at.journal
         && let Err(e) = journal.append_tool_call(at.run_id, at.turn_seq, &record)
     {
-        // An outcome that is not durable is not used: the run stops.
         outcome = Err(ToolError::new(
             T::NAME,
             format!("the ledger could not record the call: {e}"),
         ));
         then = Then::Abort;
     }
-    let mut log = shared.lock();
-    if let Err(error) = &outcome
-        && log.failure.is_none()
-    {
-        log.failure = Some((error.clone(), then));
-    }
-    log.calls.push(record);
+    shared.log_call(record, outcome.as_ref().err(), then);
     outcome
+}
+
+impl RunShared {
+    /// The index the next tool call of the turn takes.
+    fn next_call_index(&self) -> u32 {
+        let index = {
+            let mut log = self.lock();
+            log.next_call += 1;
+            log.next_call - 1
+        };
+        self.mark();
+        index
+    }
+
+    /// Logs a call with the turn; the turn's first failure is kept with
+    /// what its fallback does.
+    fn log_call(&self, record: ToolCallRecord, error: Option<&ToolError>, then: Then) {
+        let mut log = self.lock();
+        if let (Some(error), None) = (error, &log.failure) {
+            log.failure = Some((error.clone(), then));
+        }
+        log.calls.push(record);
+    }
 }
 
 /// A tool call under way: `cx.call(tool, input).await`.

@@ -57,7 +57,7 @@ impl Usage {
 /// The limits of one run. A limit left `None` is not enforced.
 ///
 /// ```
-/// use workflow_core::budget::Budget;
+/// use workflow_core::Budget;
 /// let budget = Budget::default().max_tokens(20_000).max_tool_calls(12);
 /// assert_eq!(budget.tokens, Some(20_000));
 /// ```

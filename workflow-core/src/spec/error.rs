@@ -105,6 +105,7 @@ pub struct ToolError {
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolErrorKind {
     /// The tool itself failed (a transport error, an exception): retried
     /// under a retry policy.
@@ -284,11 +285,6 @@ pub enum RunError {
     /// suspended).
     #[error("the decision cannot be applied: {0}")]
     Decision(String),
-    /// Internal: a rejection routed back to the sender; the run goes on with
-    /// the sender's turn. Never returned by a run.
-    #[doc(hidden)]
-    #[error("the handoff was returned to its sender")]
-    Returned,
     /// A payload could not be serialized for the record.
     #[error("payload {from} -> {to} could not be encoded: {error}")]
     Encode {
@@ -306,7 +302,7 @@ pub enum RunError {
     /// The ledger could not store a record; the run stopped before any
     /// agent worked on the unrecorded transfer.
     #[error("the ledger could not store a record: {0}")]
-    Ledger(String),
+    Ledger(#[source] LedgerError),
     /// A run could not be resumed from its records.
     #[error("the run cannot be resumed: {0}")]
     Resume(String),
@@ -321,6 +317,7 @@ pub enum RunError {
 
 /// A ledger that could not store or give back records.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LedgerError {
     /// The storage failed (I/O, SQLite).
     #[error("ledger storage failed: {0}")]
@@ -357,6 +354,5 @@ pub(crate) fn error_type(error: &RunError) -> &'static str {
         RunError::DeadlinePassed { .. } => "deadline_passed",
         RunError::Suspended { .. } => "suspended",
         RunError::Decision(_) => "decision",
-        RunError::Returned => "returned",
     }
 }

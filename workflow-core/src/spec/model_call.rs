@@ -37,6 +37,7 @@ fn list(errors: &[String]) -> String {
 /// The class of a [`ModelError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ModelErrorKind {
     /// The request did not reach the model or the answer did not come back
     /// (connection refused, reset, an answer that is not a chat completion).

@@ -10,6 +10,7 @@ use std::fmt;
 /// Why a receiver did not accept a transfer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "code", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum RejectReason {
     /// A `#[pre(..)]` condition of the receiver did not hold.
     PreCondition {
@@ -171,6 +172,7 @@ impl fmt::Display for RejectReason {
 /// The receiver's explicit answer to a transfer, recorded before any work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum Receipt {
     /// Not decided yet: the receiver has not started.
     Pending,
@@ -209,6 +211,7 @@ pub enum Receipt {
 /// Why a transfer waits for a person's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "cause", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum Escalation {
     /// A receipt check failed on an agent whose rejections escalate.
     Rejected {

@@ -76,7 +76,7 @@ pub enum Unusable {
 /// value, on purpose and in writing.
 ///
 /// ```
-/// use workflow_core::tool::{FailFast, Unusable};
+/// use workflow_core::{FailFast, Unusable};
 /// struct Page { items: Vec<u32>, next: Option<u32> }
 /// impl FailFast for Page {
 ///     fn fail_fast(&self) -> Result<(), Unusable> {
@@ -91,7 +91,7 @@ pub enum Unusable {
 #[diagnostic::on_unimplemented(
     message = "tool output `{Self}` does not say when it is empty, partial or a failure",
     label = "the output of a `#[tool]` must implement `FailFast`",
-    note = "implement `workflow_core::tool::FailFast` for `{Self}` (an empty `impl FailFast for {Self} {{}}` accepts every value)"
+    note = "implement `workflow_core::FailFast` for `{Self}` (an empty `impl FailFast for {Self} {{}}` accepts every value)"
 )]
 pub trait FailFast {
     /// `Err` when the value must not be used as a result.

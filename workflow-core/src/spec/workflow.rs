@@ -56,7 +56,7 @@ pub trait Workflow: Sized + Send + Sync + 'static {
                 match Self::turn(state, run).await {
                     Ok(Transition::To(next)) => state = next,
                     Ok(Transition::End(output)) => return Ok(output),
-                    Err(RunError::Returned) => state = run.return_to_sender()?,
+                    Err(_) if run.is_returning() => state = run.return_to_sender()?,
                     Err(e) => return Err(e),
                 }
             }

@@ -160,10 +160,9 @@ impl<W: Workflow> Executor<W> {
     /// [`replay`](Self::replay)).
     pub async fn replay_run(&self, run_id: u64) -> Result<ReplayReport, ReplayError> {
         let ledger = self.ledger().ok_or(ReplayError::NoLedger)?;
-        let records = ledger.records(run_id).map_err(|e| ReplayError::Ledger {
-            run_id,
-            error: e.to_string(),
-        })?;
+        let records = ledger
+            .records(run_id)
+            .map_err(|error| ReplayError::Ledger { run_id, error })?;
         self.replay(&records).await
     }
 }

@@ -51,6 +51,7 @@ impl fmt::Display for ReplayReport {
 
 /// Records that cannot be replayed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// There are no records.
     #[error("there are no records to replay")]
@@ -82,7 +83,8 @@ pub enum ReplayError {
         /// The run.
         run_id: u64,
         /// The ledger's error.
-        error: String,
+        #[source]
+        error: crate::spec::LedgerError,
     },
     /// The recorded workflow input cannot be read as this workflow's input.
     #[error("run {run_id}'s recorded input does not read: {error}")]

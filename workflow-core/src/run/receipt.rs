@@ -1,0 +1,297 @@
+//! The receipt: the checks a transfer passes before its receiver works, one
+//! function each, called from one place ([`Runtime::check_receipt`]) in the
+//! order the book's enforcement chapter documents. Each returns the reason
+//! to reject, or `None`; the first reason found decides the receipt.
+//!
+//! The order: hop cap, run deadline, budgets, scope owned by the receiver,
+//! scope not expired, stop conditions, a returned handoff sent again
+//! unchanged, then the checks on the payload as JSON (size in bytes and in
+//! tokens, forbidden fields, the invariants' predicates, the executor's
+//! gate), then the receiver's `#[pre]` conditions ([`check_pre`], once its
+//! context exists). A handoff that drops an open question its sender
+//! received ([`Runtime::dropped_question`]) is rejected when it is recorded.
+
+use std::borrow::Cow;
+
+use crate::run::{Context, Runtime};
+use crate::spec::{Agent, ContractView, Expiry, Invariants, Moment, RejectReason, TransferView};
+use crate::spec::{Authority, UnknownAuthority, Workflow};
+
+impl<'x, W: Workflow> Runtime<'x, W> {
+    /// The receipt checks before the pre-conditions, in order; the first
+    /// that fails.
+    pub(super) fn check_receipt<A: Agent<W>>(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Option<RejectReason> {
+        self.check_hop_cap()
+            .or_else(|| self.check_deadline())
+            .or_else(|| self.check_budgets())
+            .or_else(|| contract.and_then(check_scope_owned::<W, A>))
+            .or_else(|| contract.and_then(|c| self.check_scope_expired(c)))
+            .or_else(|| contract.and_then(|c| self.check_stop_conditions(c)))
+            .or_else(|| self.check_resent_unchanged())
+            .or_else(|| self.check_transfer(contract))
+    }
+
+    /// The run has used up its hop cap.
+    fn check_hop_cap(&self) -> Option<RejectReason> {
+        (self.hops >= self.max_hops).then_some(RejectReason::HopCap {
+            max_hops: self.max_hops,
+        })
+    }
+
+    /// The run's deadline has passed.
+    fn check_deadline(&self) -> Option<RejectReason> {
+        let after_ms = self.limits.deadline_ms?;
+        (self.elapsed_ms() >= after_ms).then_some(RejectReason::DeadlinePassed { after_ms })
+    }
+
+    /// One of the run's budgets is used up (tokens, cost, tool calls).
+    fn check_budgets(&self) -> Option<RejectReason> {
+        let (budget, limit, spent) = self.limits.budget?.over(&self.spent, true)?;
+        Some(RejectReason::BudgetExhausted {
+            budget,
+            limit,
+            spent,
+        })
+    }
+
+    /// Where the run stands for the contract's expiries and stop conditions.
+    fn moment(&self) -> Moment {
+        Moment {
+            hop: self.hops,
+            tokens_spent: self.spent.total_tokens(),
+        }
+    }
+
+    /// The delegated scope has expired (by hop or wall clock).
+    fn check_scope_expired(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
+        let moment = self.moment();
+        let expired = match contract.expires {
+            Expiry::Never => false,
+            Expiry::AtHop(hop) => moment.hop > hop,
+            Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
+        };
+        expired.then(|| RejectReason::ScopeExpired {
+            authority: Cow::Borrowed(contract.authority),
+        })
+    }
+
+    /// One of the contract's stop conditions is already met.
+    fn check_stop_conditions(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
+        let condition = contract.stop.met_at(&self.moment())?;
+        Some(RejectReason::StopConditionMet { condition })
+    }
+
+    /// A handoff returned to its sender comes back with the same bytes over
+    /// the same edge. The returned payload is forgotten once its edge is
+    /// used again, whatever the outcome.
+    fn check_resent_unchanged(&mut self) -> Option<RejectReason> {
+        let (edge, bytes) = self.returned_payload.take()?;
+        let i = self.transcript.len().checked_sub(1)?;
+        let same_edge = self.transcript.entries.get(i).map(|e| e.edge) == Some(edge);
+        if !same_edge {
+            self.returned_payload = Some((edge, bytes));
+            return None;
+        }
+        (self.transcript.payload_bytes(i) == Some(bytes.as_slice()))
+            .then_some(RejectReason::ResentUnchanged)
+    }
+
+    /// The checks every transfer gets, to an agent or to `END`, that need
+    /// the payload as JSON: size limits, forbidden fields, the invariants'
+    /// predicates, the gate. Skipped (nothing decoded) when none applies.
+    #[inline]
+    pub(super) fn check_transfer(
+        &self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Option<RejectReason> {
+        let limits = contract.map_or((None, None), |c| (c.max_bytes, c.max_tokens));
+        let needs_json = limits != (None, None)
+            || !W::Root::FORBIDDEN.is_empty()
+            || W::Root::CHECKS
+            || self.limits.gate.is_some();
+        if !needs_json {
+            return None;
+        }
+        self.check_transfer_json(contract, limits)
+    }
+
+    /// [`check_transfer`](Self::check_transfer) once a check needs the
+    /// payload as JSON (kept out of the common path).
+    #[inline(never)]
+    fn check_transfer_json(
+        &self,
+        contract: Option<&ContractView<'_>>,
+        (max_bytes, max_tokens): (Option<u64>, Option<u64>),
+    ) -> Option<RejectReason> {
+        let i = self.transcript.len().checked_sub(1)?;
+        let text = match self.transcript.payload(i) {
+            Ok(text) => text,
+            Err(e) => return Some(unreadable(e)),
+        };
+        if let Some(reason) = check_size_in_bytes(&text, max_bytes)
+            .or_else(|| self.check_size_in_tokens(&text, max_tokens))
+        {
+            return Some(reason);
+        }
+        let payload: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => return Some(unreadable(e)),
+        };
+        let entry = self.transcript.entries.get(i)?;
+        let edge = W::GRAPH.edges.get(entry.edge as usize)?;
+        let view = TransferView {
+            workflow: W::GRAPH.name,
+            run_id: self.transcript.run_id,
+            hop: self.hops,
+            sender: W::GRAPH.node_name(edge.from),
+            receiver: W::GRAPH.node_name(edge.to),
+            payload_type: edge.payload,
+            payload: &payload,
+        };
+        check_forbidden_fields::<W>(&payload)
+            .or_else(|| check_invariants(self.root, &view))
+            .or_else(|| self.check_gate(contract, &view))
+    }
+
+    /// The payload is larger in tokens (by the executor's counter) than its
+    /// handoff allows.
+    fn check_size_in_tokens(&self, text: &str, max: Option<u64>) -> Option<RejectReason> {
+        let max = max?;
+        let tokens = self.limits.tokens.count(text);
+        (tokens > max).then_some(RejectReason::TooLarge {
+            unit: Cow::Borrowed("tokens"),
+            size: tokens,
+            max,
+        })
+    }
+
+    /// The executor's gate (a Rego policy, or any `Gate`) denies the
+    /// transfer: it sees the transfer, its contract parts and the root.
+    fn check_gate(
+        &self,
+        contract: Option<&ContractView<'_>>,
+        view: &TransferView<'_>,
+    ) -> Option<RejectReason> {
+        let gate = self.limits.gate?;
+        let root = match self.root.to_json() {
+            Ok(root) => root,
+            Err(e) => {
+                return Some(RejectReason::Denied {
+                    gate: gate.name(),
+                    messages: vec![format!("the root invariants do not serialize: {e}")],
+                });
+            }
+        };
+        let payload = view.payload;
+        let contract_json = contract.map_or(serde_json::Value::Null, |c| {
+            serde_json::Value::Object(
+                c.parts
+                    .iter()
+                    .filter_map(|(part, field)| {
+                        Some(((*part).to_owned(), payload.get(*field)?.clone()))
+                    })
+                    .collect(),
+            )
+        });
+        let input = serde_json::json!({
+            "workflow": view.workflow,
+            "run_id": view.run_id,
+            "hop": view.hop,
+            "sender": view.sender,
+            "receiver": view.receiver,
+            "payload_type": view.payload_type,
+            "contract": contract_json,
+            "payload": payload,
+            "root": root,
+        });
+        let messages = gate.check(&input).err()?;
+        Some(RejectReason::Denied {
+            gate: gate.name(),
+            messages,
+        })
+    }
+
+    /// The first question the current turn received that `contract` neither
+    /// carries forward nor resolves with evidence (checked when the turn's
+    /// handoff is recorded: an open question is never dropped silently).
+    #[inline]
+    pub(super) fn dropped_question(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Option<String> {
+        if self.open.is_empty() {
+            return None;
+        }
+        let open = std::mem::take(&mut self.open);
+        open.into_iter().find(|q| match &contract {
+            None => true,
+            Some(c) => !c.open.questions().contains(&q.as_str()) && !c.evidence.resolves(q),
+        })
+    }
+}
+
+/// The contract delegates an authority the receiver `A` does not own (only
+/// a hand-written workflow, or a workflow input, can get here).
+fn check_scope_owned<W: Workflow, A: Agent<W>>(
+    contract: &ContractView<'_>,
+) -> Option<RejectReason> {
+    let owns = W::GRAPH
+        .agents
+        .get(A::INDEX as usize)
+        .is_some_and(|a| a.owns.contains(&contract.authority));
+    // A missing `#[authority]` part is a compile error already.
+    let unknown = contract.authority == <UnknownAuthority as Authority>::NAME;
+    (!owns && !unknown).then(|| RejectReason::ScopeNotOwned {
+        authority: Cow::Borrowed(contract.authority),
+    })
+}
+
+/// The payload is larger in bytes (as JSON) than its handoff allows.
+fn check_size_in_bytes(text: &str, max: Option<u64>) -> Option<RejectReason> {
+    let max = max?;
+    (text.len() as u64 > max).then(|| RejectReason::TooLarge {
+        unit: Cow::Borrowed("bytes"),
+        size: text.len() as u64,
+        max,
+    })
+}
+
+/// The payload holds a field the root invariants forbid.
+fn check_forbidden_fields<W: Workflow>(payload: &serde_json::Value) -> Option<RejectReason> {
+    let path = crate::spec::find_forbidden(payload, W::Root::FORBIDDEN)?;
+    Some(RejectReason::ForbiddenField {
+        path: path.to_owned(),
+    })
+}
+
+/// One of the root invariants' predicates rejects the transfer.
+fn check_invariants<R: Invariants>(root: &R, view: &TransferView<'_>) -> Option<RejectReason> {
+    let (invariant, message) = root.check(view).err()?;
+    Some(RejectReason::InvariantBroken {
+        invariant: Cow::Borrowed(invariant),
+        message,
+    })
+}
+
+/// The receiver's first `#[pre]` condition that does not hold.
+pub(super) fn check_pre<W: Workflow, A: Agent<W>>(
+    input: &A::Input,
+    cx: &Context<'_, W, A>,
+) -> Option<RejectReason> {
+    let condition = A::pre(input, cx).err()?;
+    Some(RejectReason::PreCondition {
+        condition: Cow::Borrowed(condition.expr),
+        message: Cow::Borrowed(condition.message),
+    })
+}
+
+/// A recorded payload that does not read back as JSON (a bug: the record's
+/// encoder guarantees it).
+fn unreadable(error: impl std::fmt::Display) -> RejectReason {
+    RejectReason::SchemaMismatch {
+        errors: vec![error.to_string()],
+    }
+}
