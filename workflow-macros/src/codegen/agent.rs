@@ -11,7 +11,7 @@ use crate::check::workflow::Resolved;
 use crate::graph::Target;
 use crate::model::workflow::{Agent, Workflow};
 
-use super::workflow::{body_call, input_alias};
+use super::{body_call, input_alias};
 
 /// Incoming edges of each agent, by index.
 fn has_incoming(r: &Resolved, agent: usize) -> bool {
@@ -21,7 +21,7 @@ fn has_incoming(r: &Resolved, agent: usize) -> bool {
 /// `pre`/`post` bodies: bind the user's names, test each condition.
 fn conditions(
     index: usize,
-    conds: &[crate::parse::ConditionArgs],
+    conds: &[&crate::parse::ConditionArgs],
     list: &str,
     bind: TokenStream,
 ) -> TokenStream {
@@ -119,7 +119,7 @@ pub(super) fn agent(
         .filter(|t| seen.insert(t.unraw().to_string()))
         .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}))
         .collect();
-    let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {
+    let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.get()).map(|ms| {
         quote! {
             const TIMEOUT: ::workflow_core::__private::Option<::workflow_core::__private::Duration> =
                 ::workflow_core::__private::Option::Some(::workflow_core::__private::Duration::from_millis(#ms));
@@ -145,10 +145,11 @@ pub(super) fn agent(
     };
     let run_body = body_call(a);
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
-    let pre = (!a.pre.is_empty()).then(|| {
+    let (plain_pre, plain_post) = (a.plain_pre(), a.plain_post());
+    let pre = (!plain_pre.is_empty()).then(|| {
         let body = conditions(
             index,
-            &a.pre,
+            &plain_pre,
             "pre",
             quote!(let #input_pat = input; let #cx_pat = cx;),
         );
@@ -163,13 +164,13 @@ pub(super) fn agent(
         }
     });
     // Without post-conditions the runtime builds no context for them.
-    let no_post = a.post.is_empty().then(|| {
+    let no_post = plain_post.is_empty().then(|| {
         quote!(
             const HAS_POST: bool = false;
         )
     });
-    let post = (!a.post.is_empty()).then(|| {
-        let body = conditions(index, &a.post, "post", quote!(let #cx_pat = cx;));
+    let post = (!plain_post.is_empty()).then(|| {
+        let body = conditions(index, &plain_post, "post", quote!(let #cx_pat = cx;));
         quote! {
             #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post(

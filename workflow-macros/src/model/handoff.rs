@@ -193,3 +193,15 @@ pub fn serde_has_any(attr: &syn::Attribute, keys: &[&str]) -> bool {
     for_each_serde_key(attr, |key| found |= keys.iter().any(|k| key.is_ident(k)));
     found
 }
+
+/// Whether `ty` is spelled `Option<..>`.
+pub fn is_option(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().is_some_and(|s| s.ident == "Option")
+        }
+        Type::Group(g) => is_option(&g.elem),
+        Type::Paren(p) => is_option(&p.elem),
+        _ => false,
+    }
+}
