@@ -20,7 +20,7 @@ pub fn authorities(wf: &Workflow) -> TokenStream {
                 #[doc = #doc]
                 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
                 pub struct #o;
-                impl ::workflow_core::Authority for #o {
+                impl ::workflow_core::__private::Authority for #o {
                     const NAME: &'static str = #text;
                 }
             }

@@ -30,7 +30,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let items = cs.into_iter().map(|c| {
             let text = super::expr_text(&c.expr);
             let message = &c.message;
-            quote!(::workflow_core::Condition { expr: #text, message: #message })
+            quote!(::workflow_core::__private::Condition { expr: #text, message: #message })
         });
         quote!(&[#(#items),*])
     };
@@ -47,16 +47,16 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         };
         let (pre, post) = (cond(a.plain_pre()), cond(a.plain_post()));
         let on_reject = match a.args.on_reject.as_ref().map(|o| &o.value) {
-            Some(OnReject::Escalate) => quote!(::workflow_core::OnReject::Escalate),
+            Some(OnReject::Escalate) => quote!(::workflow_core::__private::OnReject::Escalate),
             Some(OnReject::Sender { max }) => {
                 // A bound that does not fit (reported) counts as 1.
                 let max = max.get().and_then(|m| u32::try_from(m).ok()).unwrap_or(1);
-                quote!(::workflow_core::OnReject::Sender { max: #max })
+                quote!(::workflow_core::__private::OnReject::Sender { max: #max })
             }
-            Some(OnReject::Abort) | None => quote!(::workflow_core::OnReject::Abort),
+            Some(OnReject::Abort) | None => quote!(::workflow_core::__private::OnReject::Abort),
         };
         quote! {
-            ::workflow_core::AgentInfo {
+            ::workflow_core::__private::AgentInfo {
                 name: #name,
                 input: #input,
                 input_schema: #input_schema,
@@ -72,16 +72,16 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     let node = |t: Target| match t {
         Target::Agent(i) => {
             let i = i as u16;
-            quote!(::workflow_core::Node::Agent(#i))
+            quote!(::workflow_core::__private::Node::Agent(#i))
         }
-        Target::End => quote!(::workflow_core::Node::End),
+        Target::End => quote!(::workflow_core::__private::Node::End),
     };
     let entry_node = node(Target::Agent(r.graph.entry));
     let entry_ty = &entry.input_ty;
     let entry_schema = schema_name(quote!(#entry_ty));
     let start = quote! {
-        ::workflow_core::EdgeInfo {
-            from: ::workflow_core::Node::Start,
+        ::workflow_core::__private::EdgeInfo {
+            from: ::workflow_core::__private::Node::Start,
             to: #entry_node,
             payload: #input_text,
             payload_schema: #entry_schema,
@@ -104,7 +104,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             None => quote!(::workflow_core::__private::Option::None),
         };
         quote! {
-            ::workflow_core::EdgeInfo { from: #from, to: #to, payload: #text, payload_schema: #schema, bound: #bound }
+            ::workflow_core::__private::EdgeInfo { from: #from, to: #to, payload: #text, payload_schema: #schema, bound: #bound }
         }
     });
     let tools = wf.tools.iter().map(|t| {
@@ -123,7 +123,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let effect = tool_effect(t);
         let fallback = tool_fallback(t);
         quote! {
-            ::workflow_core::ToolInfo {
+            ::workflow_core::__private::ToolInfo {
                 name: #name,
                 input: #it,
                 input_schema: #is,
@@ -141,7 +141,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     let name = wf.name.unraw().to_string();
     let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
     quote! {
-        ::workflow_core::Graph {
+        ::workflow_core::__private::Graph {
             name: #name,
             agents: &[#(#agents),*],
             edges: &[#start, #(#edges),*],

@@ -99,33 +99,33 @@ pub fn expand(h: &Handoff) -> TokenStream {
         Some(scope) => {
             let (field, ty) = (&scope.field, &scope.ty);
             (
-                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::Authority),
-                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::expiry(&self.#field)),
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::__private::AuthorityScope>::Authority),
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::__private::AuthorityScope>::expiry(&self.#field)),
             )
         }
         None => (
             quote!(::workflow_core::__private::UnknownAuthority),
-            quote!(::workflow_core::Expiry::Never),
+            quote!(::workflow_core::__private::Expiry::Never),
         ),
     };
     let stop = match first(4) {
         Some(stop) => {
             let (field, ty) = (&stop.field, &stop.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::StopConditions)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::StopConditions)
         }
         None => quote!(&::workflow_core::__private::NO_STOP),
     };
     let open = match first(3) {
         Some(open) => {
             let (field, ty) = (&open.field, &open.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::OpenQuestions)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::OpenQuestions)
         }
         None => quote!(&::workflow_core::__private::NO_OPEN),
     };
     let evidence = match first(2) {
         Some(evidence) => {
             let (field, ty) = (&evidence.field, &evidence.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::EvidenceList)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::EvidenceList)
         }
         None => quote!(&::workflow_core::__private::NO_EVIDENCE),
     };
@@ -145,21 +145,21 @@ pub fn expand(h: &Handoff) -> TokenStream {
         #derives
         #item
 
-        impl ::workflow_core::Handoff for #ident {
+        impl ::workflow_core::__private::Handoff for #ident {
             type Authority = #authority;
             const PARTS: &'static [(&'static str, &'static str)] = &[#(#parts),*];
             const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
             const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
-            fn contract(&self) -> ::workflow_core::ContractView<'_> {
-                ::workflow_core::ContractView {
-                    parts: <Self as ::workflow_core::Handoff>::PARTS,
-                    authority: <#authority as ::workflow_core::Authority>::NAME,
+            fn contract(&self) -> ::workflow_core::__private::ContractView<'_> {
+                ::workflow_core::__private::ContractView {
+                    parts: <Self as ::workflow_core::__private::Handoff>::PARTS,
+                    authority: <#authority as ::workflow_core::__private::Authority>::NAME,
                     expires: #expires,
                     stop: #stop,
                     open: #open,
                     evidence: #evidence,
-                    max_bytes: <Self as ::workflow_core::Handoff>::MAX_BYTES,
-                    max_tokens: <Self as ::workflow_core::Handoff>::MAX_TOKENS,
+                    max_bytes: <Self as ::workflow_core::__private::Handoff>::MAX_BYTES,
+                    max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
                 }
             }
         }

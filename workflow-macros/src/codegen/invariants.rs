@@ -20,12 +20,12 @@ pub fn invariants(wf: &Workflow, root: &syn::Ident) -> TokenStream {
         }
     });
     quote! {
-        impl ::workflow_core::Invariants for #root {
+        impl ::workflow_core::__private::Invariants for #root {
             const FORBIDDEN: &'static [&'static str] = &[#(#forbid),*];
             const CHECKS: bool = #checks_given;
             fn check(
                 &self,
-                transfer: &::workflow_core::TransferView<'_>,
+                transfer: &::workflow_core::__private::TransferView<'_>,
             ) -> ::workflow_core::__private::Result<(), (&'static str, ::workflow_core::__private::String)> {
                 #(#checks)*
                 let _ = transfer;

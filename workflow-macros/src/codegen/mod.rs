@@ -54,7 +54,7 @@ pub fn body_call(a: &Agent) -> TokenStream {
         return quote! {
             async move {
                 let _ = (input, cx);
-                ::workflow_core::__private::Result::Err(::workflow_core::Reject::because(
+                ::workflow_core::__private::Result::Err(::workflow_core::__private::Reject::because(
                     "the agent's signature is invalid (reported at compile time)",
                 ))
             }
@@ -70,9 +70,9 @@ pub fn body_call(a: &Agent) -> TokenStream {
 /// The declared effect of tool `t`.
 pub fn tool_effect(t: &Tool) -> TokenStream {
     match t.args.effect.as_ref().map(|e| e.value) {
-        Some(Effect::Write) => quote!(::workflow_core::Effect::Write),
-        Some(Effect::Destructive) => quote!(::workflow_core::Effect::Destructive),
-        Some(Effect::Read) | None => quote!(::workflow_core::Effect::Read),
+        Some(Effect::Write) => quote!(::workflow_core::__private::Effect::Write),
+        Some(Effect::Destructive) => quote!(::workflow_core::__private::Effect::Destructive),
+        Some(Effect::Read) | None => quote!(::workflow_core::__private::Effect::Read),
     }
 }
 
@@ -86,10 +86,10 @@ pub fn tool_fallback(t: &Tool) -> TokenStream {
         .and_then(|n| n.get())
         .unwrap_or(0);
     let then = match t.args.then.as_ref().map(|e| e.value) {
-        Some(Then::Escalate) => quote!(::workflow_core::Then::Escalate),
-        Some(Then::Abort) | None => quote!(::workflow_core::Then::Abort),
+        Some(Then::Escalate) => quote!(::workflow_core::__private::Then::Escalate),
+        Some(Then::Abort) | None => quote!(::workflow_core::__private::Then::Abort),
     };
-    quote!(::workflow_core::Fallback { retries: #retries, backoff_ms: #backoff, then: #then })
+    quote!(::workflow_core::__private::Fallback { retries: #retries, backoff_ms: #backoff, then: #then })
 }
 
 /// The source text of a condition, formatted as rustfmt would (on one

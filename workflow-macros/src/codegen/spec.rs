@@ -89,7 +89,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         schema_types.push(quote!(#i));
     }
     let graph = super::graph::graph(wf, r);
-    let probe_input = super::contract_probe(quote!(&input));
+    let entry_name = &entry.name;
     let invariants = wf
         .invariants
         .as_ref()
@@ -101,7 +101,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         pub struct Spec;
 
         /// The executor of this workflow: `Workflow::new(root, deps).run(input)`.
-        pub type Workflow = ::workflow_core::Executor<Spec>;
+        pub type Workflow = ::workflow_core::__private::Executor<Spec>;
 
         #invariants
 
@@ -110,27 +110,29 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             #(#states),*
         }
 
-        impl ::workflow_core::Workflow for Spec {
+        impl ::workflow_core::__private::Workflow for Spec {
             type Input = #input;
             type Output = #output;
             type Root = #root;
             type Deps = #deps;
             type State = State;
-            const GRAPH: &'static ::workflow_core::Graph = &#graph;
+            const GRAPH: &'static ::workflow_core::__private::Graph = &#graph;
 
             fn start(
                 input: #input,
-                run: &mut ::workflow_core::Runtime<'_, Spec>,
-            ) -> ::workflow_core::__private::Result<State, ::workflow_core::RunError> {
-                run.handoff(0, &input, #probe_input)?;
+                run: &mut ::workflow_core::__private::Runtime<'_, Spec>,
+            ) -> ::workflow_core::__private::Result<State, ::workflow_core::__private::RunError> {
+                let contract =
+                    <#entry_name::Agent as ::workflow_core::__private::Agent<Spec>>::contract(&input);
+                run.handoff(0, &input, contract)?;
                 ::workflow_core::__private::Result::Ok(State::#entry_v(input))
             }
 
             fn turn<'a, 'x>(
                 state: State,
-                run: &'a mut ::workflow_core::Runtime<'x, Spec>,
+                run: &'a mut ::workflow_core::__private::Runtime<'x, Spec>,
             ) -> impl ::workflow_core::__private::Future<
-                Output = ::workflow_core::__private::Result<::workflow_core::Transition<Spec>, ::workflow_core::RunError>,
+                Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<Spec>, ::workflow_core::__private::RunError>,
             > + Send + 'a {
                 async move {
                     match state {
@@ -147,7 +149,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
 
             fn restore(
                 agent: u16,
-                payload: &::workflow_core::RecordedPayload<'_>,
+                payload: &::workflow_core::__private::RecordedPayload<'_>,
             ) -> ::workflow_core::__private::Result<State, ::workflow_core::__private::String> {
                 match agent {
                     #(#restores)*
@@ -160,13 +162,13 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             fn encode_state(
                 state: &State,
                 out: &mut ::workflow_core::__private::Vec<u8>,
-            ) -> ::workflow_core::__private::Result<::workflow_core::ledger::PayloadFormat, ::workflow_core::__private::String> {
+            ) -> ::workflow_core::__private::Result<::workflow_core::__private::PayloadFormat, ::workflow_core::__private::String> {
                 match state {
                     #(#encodes)*
                 }
             }
 
-            fn schemas(set: &mut ::workflow_core::SchemaSet) {
+            fn schemas(set: &mut ::workflow_core::__private::SchemaSet) {
                 #(set.add::<#schema_types>();)*
             }
         }

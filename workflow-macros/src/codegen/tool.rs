@@ -33,7 +33,7 @@ pub fn tools(wf: &Workflow) -> TokenStream {
             quote! {
                 async move {
                     let _ = (input, deps);
-                    ::workflow_core::__private::Result::Err(::workflow_core::ToolError::new(
+                    ::workflow_core::__private::Result::Err(::workflow_core::__private::ToolError::new(
                         #text,
                         "the tool's signature is invalid (reported at compile time)",
                     ))
@@ -49,19 +49,19 @@ pub fn tools(wf: &Workflow) -> TokenStream {
             #[derive(Debug, Clone, Copy, Default)]
             #[allow(non_camel_case_types)]
             pub struct #name;
-            impl ::workflow_core::Tool<super::Spec> for #name {
+            impl ::workflow_core::__private::Tool<super::Spec> for #name {
                 const NAME: &'static str = #text;
                 const NEEDS: ::workflow_core::__private::Option<&'static str> = #needs;
-                const EFFECT: ::workflow_core::Effect = #effect;
-                const FALLBACK: ::workflow_core::Fallback = #fallback;
+                const EFFECT: ::workflow_core::__private::Effect = #effect;
+                const FALLBACK: ::workflow_core::__private::Fallback = #fallback;
                 type Input = super::#input_alias;
                 #output_decl
                 fn call(
                     self,
                     input: super::#input_alias,
-                    deps: &<super::Spec as ::workflow_core::Workflow>::Deps,
+                    deps: &<super::Spec as ::workflow_core::__private::Workflow>::Deps,
                 ) -> impl ::workflow_core::__private::Future<
-                    Output = ::workflow_core::__private::Result<super::#output_alias, ::workflow_core::ToolError>,
+                    Output = ::workflow_core::__private::Result<super::#output_alias, ::workflow_core::__private::ToolError>,
                 > + Send {
                     #body
                 }

@@ -119,10 +119,20 @@ fn aliases(wf: &Workflow) -> TokenStream {
             #[doc(hidden)] #[allow(non_camel_case_types)] type #o = #ot;
         }
     });
+    let probe = super::contract_probe(quote!(output));
     quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
         type __wf_output = #output;
+        /// The contract of the workflow's output, if it is a handoff (for
+        /// the transfers to `END`).
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        fn __wf_output_contract(
+            output: &__wf_output,
+        ) -> ::workflow_core::__private::Option<::workflow_core::__private::ContractView<'_>> {
+            #probe
+        }
         #(#agents)*
         #(#tools)*
     }
@@ -143,7 +153,7 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
             Some(quote_spanned! {token.span()=>
                 const _: () = ::workflow_core::__private::assert_owns::<
                     #receiver::Agent,
-                    <#payload as ::workflow_core::Handoff>::Authority,
+                    <#payload as ::workflow_core::__private::Handoff>::Authority,
                 >();
             })
         });
