@@ -9,6 +9,7 @@ use crate::model::handoff::{
 
 /// Runs every contract rule.
 pub fn check(cx: &Ctxt, h: &Handoff) {
+    check_bare_markers(cx, h);
     check_missing_parts(cx, h);
     check_duplicate_parts(cx, h);
     check_droppable_parts(cx, h);
@@ -92,6 +93,16 @@ fn check_fields(cx: &Ctxt, h: &Handoff) {
                 );
             }
         }
+    }
+}
+
+/// A part marker is a bare attribute: `#[stop]`, not `#[stop(..)]`.
+fn check_bare_markers(cx: &Ctxt, h: &Handoff) {
+    for (part, attr) in &h.marker_args {
+        cx.error_spanned_by(
+            attr,
+            format!("`#[{}]` takes no arguments", PARTS[*part].marker),
+        );
     }
 }
 

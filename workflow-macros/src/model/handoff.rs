@@ -59,6 +59,8 @@ pub struct Handoff {
     pub parts: Vec<PartField>,
     /// `#[handoff(max_bytes = N, max_tokens = N)]`.
     pub args: crate::parse::HandoffArgs,
+    /// Part markers written with arguments (`#[stop(..)]`), by part index.
+    pub marker_args: Vec<(usize, syn::Attribute)>,
 }
 
 impl Handoff {
@@ -81,6 +83,7 @@ impl Handoff {
             return Err(Box::new(item));
         };
         let mut parts = Vec::new();
+        let mut marker_args = Vec::new();
         for field in named.named.iter_mut() {
             let Some(ident) = field.ident.clone() else {
                 continue;
@@ -94,10 +97,7 @@ impl Handoff {
                 match (part, attr.path().get_ident()) {
                     (Some(part), Some(marker)) => {
                         if !matches!(attr.meta, syn::Meta::Path(_)) {
-                            cx.error_spanned_by(
-                                attr,
-                                format!("`#[{}]` takes no arguments", PARTS[part].marker),
-                            );
+                            marker_args.push((part, attr.clone()));
                         }
                         markers.push((part, marker.clone()));
                         false
@@ -117,6 +117,7 @@ impl Handoff {
         Ok(Handoff {
             item,
             parts,
+            marker_args,
             args: crate::parse::HandoffArgs::default(),
         })
     }
