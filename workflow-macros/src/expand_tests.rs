@@ -378,12 +378,20 @@ fn the_model_holds_typed_tool_policies_and_numbers_parsed_once() {
     let wf = wf.expect("a model");
     assert_eq!(wf.args.max_hops.as_ref().and_then(|n| n.get()), Some(7));
     let t = &wf.tools[0].args;
-    assert_eq!(t.effect.as_ref().map(|e| e.value), Some(Effect::Destructive));
+    assert_eq!(
+        t.effect.as_ref().map(|e| e.value),
+        Some(Effect::Destructive)
+    );
     assert_eq!(t.then.as_ref().map(|e| e.value), Some(Then::Escalate));
     assert_eq!(t.retries.as_ref().and_then(|n| n.get()), Some(3));
     // Parsed once, kept with why it does not parse (for the number rule).
     let backoff = t.backoff_ms.as_ref().expect("backoff_ms");
-    assert!(backoff.value.as_ref().is_err_and(|e| e.contains("too large")));
+    assert!(
+        backoff
+            .value
+            .as_ref()
+            .is_err_and(|e| e.contains("too large"))
+    );
     let a = &wf.agents[0].args;
     assert_eq!(a.timeout_ms.as_ref().and_then(|n| n.get()), Some(500));
     assert!(matches!(
@@ -422,6 +430,9 @@ fn building_the_model_reports_nothing_the_rules_report() {
         "`?` is not allowed",
         "agent `a` must be an `async fn`",
     ] {
-        assert!(reported.contains(needle), "missing `{needle}` in {reported}");
+        assert!(
+            reported.contains(needle),
+            "missing `{needle}` in {reported}"
+        );
     }
 }

@@ -124,8 +124,7 @@ pub(super) fn agent(
     // An agent that receives handoffs must take one (a compile error
     // otherwise); the entry's input is checked when it happens to be one.
     let view = if has_incoming(r, index) {
-        let view =
-            quote_spanned!(input.span()=> <#input as ::workflow_core::__private::Handoff>::contract(input));
+        let view = quote_spanned!(input.span()=> <#input as ::workflow_core::__private::Handoff>::contract(input));
         quote!(::workflow_core::__private::Option::Some(#view))
     } else {
         quote! {{
