@@ -216,7 +216,7 @@ fn max_hops_is_the_computed_bound_lowered_by_the_cap() {
 #[test]
 fn camel_names_variants() {
     let id: syn::Ident = syn::parse_quote!(network_agent);
-    assert_eq!(crate::model::workflow::camel(&id), "NetworkAgent");
+    assert_eq!(crate::model::syntax::camel(&id), "NetworkAgent");
 }
 
 #[test]

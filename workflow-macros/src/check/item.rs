@@ -6,7 +6,10 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Type};
 
 use crate::ctxt::Ctxt;
-use crate::model::workflow::{Agent, Clash, Impurity, ModItem, Tool, Workflow, borrows};
+use crate::model::agent::{Agent, Impurity};
+use crate::model::syntax::{borrows, camel};
+use crate::model::tool::Tool;
+use crate::model::workflow::{Clash, ModItem, Workflow};
 
 /// Runs the rules of each item, in the order the items are written.
 pub fn check(cx: &Ctxt, wf: &Workflow) {
@@ -195,7 +198,7 @@ fn check_agent_declared_once(cx: &Ctxt, a: &Agent, redeclared: bool) {
             format!(
                 "agents `{first}` and `{}` would both be `{}` in `Next` and `State`; rename one",
                 a.name,
-                crate::model::workflow::camel(&a.name)
+                camel(&a.name)
             ),
         );
     }
@@ -281,7 +284,7 @@ fn check_reserved_names(cx: &Ctxt, wf: &Workflow) {
                 format!("an agent cannot be named `{name}`: `{name}` is a module the workflow generates; rename it"),
             );
         }
-        if crate::model::workflow::camel(&a.name) == "End" {
+        if camel(&a.name) == "End" {
             cx.error_spanned_by(
                 &a.name,
                 "an agent cannot be named `end`: `End` is the variant for `END`; rename it",

@@ -9,7 +9,8 @@ use syn::spanned::Spanned;
 
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
-use crate::model::workflow::{Agent, Workflow};
+use crate::model::agent::Agent;
+use crate::model::workflow::Workflow;
 
 use super::{body_call, input_alias};
 

@@ -13,7 +13,7 @@ use crate::model::handoff::{
     CONTAINER_SERDE_ALLOWED, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
     cfg_attr_hides_options, is_cfg, is_option, serde_has_any, serde_has_other,
 };
-use crate::model::workflow::strip_own_derives;
+use crate::model::syntax::strip_own_derives;
 
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
 pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {

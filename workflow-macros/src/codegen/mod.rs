@@ -15,8 +15,10 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::ext::IdentExt;
 
+use crate::model::agent::Agent;
+use crate::model::tool::Tool;
 use crate::model::value::{Effect, Then};
-use crate::model::workflow::{Agent, Tool, Workflow};
+use crate::model::workflow::Workflow;
 
 /// A type's tokens without spaces, as the static graph names it.
 pub fn type_text(ty: &syn::Type) -> String {
