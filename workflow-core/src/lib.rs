@@ -120,6 +120,18 @@ pub mod prelude {
 /// Not public API: what generated code names. May change in any release.
 #[doc(hidden)]
 pub mod __private {
+    // Generated code names the core's items only through this module, by
+    // their root names, so that moving files in the core never touches the
+    // macro crate.
+    pub use crate::ledger::PayloadFormat;
+    pub use crate::{
+        Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractView, EdgeInfo,
+        Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph, Handoff, Invariants,
+        Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route, RunError, Runtime,
+        SchemaSet, StopConditions, Then, Tool, ToolError, ToolInfo, TransferView, Transition,
+        Workflow,
+    };
+
     /// The index of the first edge from `from` to `to` in `graph`.
     pub const fn edge_index(
         graph: &crate::spec::Graph,
@@ -155,6 +167,34 @@ pub mod __private {
         payload: &P,
     ) -> Result<crate::spec::PayloadFormat, String> {
         crate::encode::encode(out, payload)
+    }
+
+    /// A handoff site of a generated `Route` impl: records the transfer of
+    /// `payload` to agent `A` over `edge` (with `A`'s view of its contract;
+    /// the receipt is decided when `A` receives it) and makes `A`'s state.
+    pub fn hand_off<W: crate::Workflow, A: crate::Agent<W>>(
+        run: &mut crate::Runtime<'_, W>,
+        edge: u16,
+        payload: A::Input,
+        state: fn(A::Input) -> W::State,
+    ) -> Result<crate::Transition<W>, crate::RunError>
+    where
+        A::Input: serde::Serialize,
+    {
+        run.handoff(edge, &payload, A::contract(&payload))?;
+        Ok(crate::Transition::To(state(payload)))
+    }
+
+    /// An `END` site of a generated `Route` impl: records the output over
+    /// `edge` (with its contract, if it is a handoff) and ends the run.
+    pub fn end<W: crate::Workflow>(
+        run: &mut crate::Runtime<'_, W>,
+        edge: u16,
+        output: W::Output,
+        contract: fn(&W::Output) -> Option<crate::ContractView<'_>>,
+    ) -> Result<crate::Transition<W>, crate::RunError> {
+        run.end(edge, &output, contract(&output))?;
+        Ok(crate::Transition::End(output))
     }
 
     /// The root invariants as JSON (for `Invariants::to_json`).

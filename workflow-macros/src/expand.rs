@@ -6,8 +6,9 @@ use quote::ToTokens;
 use crate::check;
 use crate::codegen;
 use crate::ctxt::Ctxt;
-use crate::model::workflow::{Workflow, expand_handoff};
-use crate::parse::WorkflowArgs;
+use crate::model::handoff::Handoff;
+use crate::model::workflow::Workflow;
+use crate::parse::{HandoffArgs, WorkflowArgs};
 
 /// The token to blame for an item in the wrong place: its name, else its
 /// first token.
@@ -32,7 +33,7 @@ fn item_name(item: &TokenStream) -> TokenStream {
 
 /// `#[workflow(..)] mod name { .. }`
 pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let cx = Ctxt::default();
+    let cx = Ctxt::new();
     let args = WorkflowArgs::parse_all(&cx, attr);
     let module = match syn::parse2::<syn::ItemMod>(item.clone()) {
         Ok(m) => m,
@@ -41,18 +42,19 @@ pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
                 item_name(&item),
                 "`#[workflow]` goes on an inline module: `mod name { ... }`",
             );
-            let errors = cx.finish();
+            let errors = cx.check();
             return quote::quote!(#errors #item);
         }
     };
     let Some(wf) = Workflow::from_module(&cx, args, module.clone()) else {
-        let errors = cx.finish();
+        let errors = cx.check();
         return quote::quote!(#errors #module);
     };
     let code = match check::workflow::check(&cx, &wf) {
         Some(resolved) => codegen::workflow::expand(&wf, &resolved),
         None => {
-            let (vis, name, items) = (&wf.vis, &wf.name, &wf.items);
+            let (vis, name) = (&wf.vis, &wf.name);
+            let items = codegen::workflow::items(&wf);
             let (inner, outer): (Vec<_>, Vec<_>) = wf
                 .attrs
                 .iter()
@@ -60,16 +62,23 @@ pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote::quote!(#(#outer)* #vis mod #name { #(#inner)* #(#items)* })
         }
     };
-    let errors = cx.finish();
+    let errors = cx.check();
     quote::quote!(#errors #code)
 }
 
 /// `#[handoff] struct Name { .. }` outside a workflow module.
 pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let cx = Ctxt::default();
-    let args = crate::parse::HandoffArgs::parse_all(&cx, attr);
+    let cx = Ctxt::new();
+    let args = HandoffArgs::parse_all(&cx, attr);
     let code = match syn::parse2::<syn::ItemStruct>(item.clone()) {
-        Ok(s) => expand_handoff(&cx, s, args),
+        Ok(s) => match Handoff::from_struct(&cx, s) {
+            Ok(mut model) => {
+                model.args = args;
+                check::contract::check(&cx, &model);
+                codegen::handoff::expand(&model)
+            }
+            Err(cleaned) => cleaned.to_token_stream(),
+        },
         Err(_) => {
             cx.error_spanned_by(
                 item_name(&item),
@@ -78,13 +87,13 @@ pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
             item
         }
     };
-    let errors = cx.finish();
+    let errors = cx.check();
     quote::quote!(#errors #code)
 }
 
 /// An attribute that only means something inside `#[workflow]`.
 pub fn outside(name: &str, item: TokenStream) -> TokenStream {
-    let cx = Ctxt::default();
+    let cx = Ctxt::new();
     let message = match name {
         "pre" | "post" => format!(
             "`#[{name}]` is a condition of an agent: it goes on an `#[agent]` function inside a `#[workflow]` module"
@@ -94,6 +103,6 @@ pub fn outside(name: &str, item: TokenStream) -> TokenStream {
         }
     };
     cx.error_spanned_by(item_name(&item), message);
-    let errors = cx.finish();
+    let errors = cx.check();
     quote::quote!(#errors #item)
 }

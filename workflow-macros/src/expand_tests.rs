@@ -216,7 +216,7 @@ fn max_hops_is_the_computed_bound_lowered_by_the_cap() {
 #[test]
 fn camel_names_variants() {
     let id: syn::Ident = syn::parse_quote!(network_agent);
-    assert_eq!(crate::codegen::camel(&id), "NetworkAgent");
+    assert_eq!(crate::model::syntax::camel(&id), "NetworkAgent");
 }
 
 #[test]
@@ -244,4 +244,195 @@ fn condition_text_of_a_match_or_block() {
     );
     let e: syn::Expr = syn::parse_quote!({ x } > 1);
     assert!(crate::codegen::expr_text(&e).contains('x'));
+}
+
+#[test]
+fn snapshot_invariants() {
+    let out = expand::workflow(
+        quote!(entry = intake, output = String),
+        quote! {
+            pub mod support {
+                use super::*;
+
+                /// Pinned for every run.
+                #[invariants(forbid = ["ssn", "customer.email"], check = [same_tenant])]
+                pub struct Root {
+                    pub tenant: String,
+                }
+
+                fn same_tenant(root: &Root, t: &TransferView<'_>) -> Result<(), String> {
+                    Ok(())
+                }
+
+                #[agent(to = [END])]
+                async fn intake(q: String, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn snapshot_on_reject() {
+    let out = expand::workflow(
+        quote!(entry = planner, output = String),
+        quote! {
+            pub mod ops {
+                use super::*;
+
+                #[handoff]
+                pub struct Change {
+                    #[operation] pub op: Operation,
+                    #[authority] pub scope: Scope<authority::Apply>,
+                    #[evidence] pub evidence: Vec<Evidence>,
+                    #[uncertainty] pub open: Vec<Uncertainty>,
+                    #[stop] pub stop: StopWhen,
+                }
+
+                #[handoff]
+                pub struct Audit {
+                    #[operation] pub op: Operation,
+                    #[authority] pub scope: Scope<authority::Review>,
+                    #[evidence] pub evidence: Vec<Evidence>,
+                    #[uncertainty] pub open: Vec<Uncertainty>,
+                    #[stop] pub stop: StopWhen,
+                }
+
+                #[agent(to = [applier], on_reject = escalate)]
+                async fn planner(q: String, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Apply], to = [auditor], on_reject = sender(max = 2))]
+                async fn applier(c: Change, cx: applier::Context<'_>) -> Result<applier::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Review], to = [END], on_reject = abort)]
+                async fn auditor(a: Audit, cx: auditor::Context<'_>) -> Result<auditor::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn snapshot_tool_policies() {
+    let out = expand::workflow(
+        quote!(entry = operator, output = String),
+        quote! {
+            pub mod infra {
+                use super::*;
+
+                /// Lists the running machines.
+                #[tool(effect = read)]
+                async fn list(filter: String, _d: &()) -> Result<Vec<String>, ToolError> { todo!() }
+
+                /// Deletes a machine, retried on transient failures.
+                #[tool(needs = Destroy, effect = destructive, retries = 3, backoff_ms = 250, then = escalate)]
+                async fn delete(machine: String, _d: &()) -> Result<bool, ToolError> { todo!() }
+
+                #[agent(owns = [Destroy], tools = [list, delete], to = [END])]
+                async fn operator(q: String, cx: operator::Context<'_>) -> Result<operator::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+/// The model of `module` under `attr`, with the errors found building it.
+fn model(
+    attr: TokenStream,
+    module: syn::ItemMod,
+) -> (Option<crate::model::workflow::Workflow>, TokenStream) {
+    let cx = crate::ctxt::Ctxt::new();
+    let args = crate::parse::WorkflowArgs::parse_all(&cx, attr);
+    let wf = crate::model::workflow::Workflow::from_module(&cx, args, module);
+    (wf, cx.check())
+}
+
+#[test]
+fn the_model_holds_typed_tool_policies_and_numbers_parsed_once() {
+    use crate::model::value::{Effect, OnReject, Then};
+    let (wf, errors) = model(
+        quote!(entry = a, output = String, max_hops = 7),
+        syn::parse_quote! {
+            mod m {
+                #[tool(needs = X, effect = destructive, retries = 3, backoff_ms = 99999999999999999999, then = escalate)]
+                async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
+                #[agent(owns = [X], tools = [t], to = [END], timeout_ms = 500, on_reject = sender(max = 4))]
+                async fn a(q: String, cx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+            }
+        },
+    );
+    assert!(errors.is_empty(), "{errors}");
+    let wf = wf.expect("a model");
+    assert_eq!(wf.args.max_hops.as_ref().and_then(|n| n.get()), Some(7));
+    let t = &wf.tools[0].args;
+    assert_eq!(
+        t.effect.as_ref().map(|e| e.value),
+        Some(Effect::Destructive)
+    );
+    assert_eq!(t.then.as_ref().map(|e| e.value), Some(Then::Escalate));
+    assert_eq!(t.retries.as_ref().and_then(|n| n.get()), Some(3));
+    // Parsed once, kept with why it does not parse (for the number rule).
+    let backoff = t.backoff_ms.as_ref().expect("backoff_ms");
+    assert!(
+        backoff
+            .value
+            .as_ref()
+            .is_err_and(|e| e.contains("too large"))
+    );
+    let a = &wf.agents[0].args;
+    assert_eq!(a.timeout_ms.as_ref().and_then(|n| n.get()), Some(500));
+    assert!(matches!(
+        a.on_reject.as_ref().map(|o| &o.value),
+        Some(OnReject::Sender { max }) if max.get() == Some(4)
+    ));
+}
+
+#[test]
+fn building_the_model_reports_nothing_the_rules_report() {
+    // A non-async agent with a `?` condition and a duplicated tool: the
+    // model takes them in; only the rules (`check/`) report them.
+    let (wf, errors) = model(
+        quote!(entry = a, output = String),
+        syn::parse_quote! {
+            mod m {
+                #[tool]
+                async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
+                #[tool]
+                async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
+                #[agent(to = [END])]
+                #[pre(q.parse::<u32>()? > 1, "a number")]
+                fn a(q: String, cx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+            }
+        },
+    );
+    assert!(errors.is_empty(), "{errors}");
+    let wf = wf.expect("a model");
+    assert_eq!(wf.tools.len(), 1);
+    assert!(!wf.agents[0].pre[0].is_plain());
+    let cx = crate::ctxt::Ctxt::new();
+    crate::check::workflow::check(&cx, &wf);
+    let reported = cx.check().to_string();
+    for needle in [
+        "tool `t` is declared twice",
+        "`?` is not allowed",
+        "agent `a` must be an `async fn`",
+    ] {
+        assert!(
+            reported.contains(needle),
+            "missing `{needle}` in {reported}"
+        );
+    }
 }

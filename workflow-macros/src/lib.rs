@@ -1,7 +1,7 @@
 //! Attribute macros for typed, checked multi-agent workflows.
 //!
 //! Use them through `workflow_core` (`use workflow_core::prelude::*;`): the
-//! generated code names `::workflow_core` paths only. Each macro runs the
+//! generated code names `::workflow_core::__private` paths only. Each macro runs the
 //! pipeline parse -> model -> check -> codegen and reports every error of
 //! one expansion together.
 

@@ -4,9 +4,10 @@
 use proc_macro2::{TokenStream, TokenTree};
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Expr, Ident, LitInt, LitStr, Token, Type, bracketed, parenthesized};
+use syn::{Expr, Ident, LitStr, Token, Type, bracketed, parenthesized};
 
 use crate::ctxt::{Ctxt, suggestion};
+use crate::model::value::{Effect, Keyword, Number, OnReject, Then};
 
 /// Splits attribute arguments at top-level commas, so that one bad
 /// argument is reported without losing the others.
@@ -92,7 +93,7 @@ pub struct WorkflowArgs {
     pub entry: Option<Ident>,
     pub output: Option<Type>,
     pub deps: Option<Type>,
-    pub max_hops: Option<LitInt>,
+    pub max_hops: Option<Number<u64>>,
     /// Some argument could not be parsed (and was reported): what looks
     /// missing may be that one.
     pub incomplete: bool,
@@ -109,7 +110,9 @@ impl WorkflowArgs {
                 "entry" if args.entry.is_none() => args.entry = Some(input.parse()?),
                 "output" if args.output.is_none() => args.output = Some(input.parse()?),
                 "deps" if args.deps.is_none() => args.deps = Some(input.parse()?),
-                "max_hops" if args.max_hops.is_none() => args.max_hops = Some(input.parse()?),
+                "max_hops" if args.max_hops.is_none() => {
+                    args.max_hops = Some(Number::new(input.parse()?))
+                }
                 _ => return Err(duplicate(&key)),
             }
             Ok(())
@@ -122,7 +125,7 @@ impl WorkflowArgs {
 /// One entry of `to = [...]`: an agent, `END`, optionally `(max = N)`.
 pub struct TargetArg {
     pub name: Ident,
-    pub bound: Option<LitInt>,
+    pub bound: Option<Number<u64>>,
     /// A malformed `(..)` after the name: reported, and the edge is taken
     /// as bounded so that nothing else is reported about it.
     pub bad_bound: Option<syn::Error>,
@@ -139,7 +142,7 @@ impl Parse for TargetArg {
         if input.peek(syn::token::Paren) {
             let inner;
             parenthesized!(inner in input);
-            let bound = (|| -> syn::Result<LitInt> {
+            let bound = (|| -> syn::Result<Number<u64>> {
                 let key: Ident = inner.parse()?;
                 if key != "max" {
                     return Err(syn::Error::new(
@@ -151,7 +154,7 @@ impl Parse for TargetArg {
                     ));
                 }
                 inner.parse::<Token![=]>()?;
-                inner.parse()
+                Ok(Number::new(inner.parse()?))
             })();
             match bound {
                 Ok(bound) => target.bound = Some(bound),
@@ -182,55 +185,51 @@ pub struct AgentArgs {
     pub to: Vec<TargetArg>,
     /// The `to` key itself, when given.
     pub to_key: Option<Ident>,
-    pub timeout_ms: Option<LitInt>,
-    pub on_reject: Option<OnRejectArg>,
+    pub timeout_ms: Option<Number<u64>>,
+    pub on_reject: Option<Keyword<OnReject>>,
     /// Some argument could not be parsed (and was reported).
     pub incomplete: bool,
 }
 
 /// `on_reject = abort | escalate | sender(max = N)`
-pub struct OnRejectArg {
-    pub kind: Ident,
-    pub max: Option<LitInt>,
-}
-
-impl Parse for OnRejectArg {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let kind: Ident = input.parse()?;
-        let name = kind.to_string();
-        match name.as_str() {
-            "abort" | "escalate" => Ok(OnRejectArg { kind, max: None }),
-            "sender" => {
-                if !input.peek(syn::token::Paren) {
-                    return Err(syn::Error::new(
-                        kind.span(),
-                        "a handoff returned to its sender needs a bound: write `sender(max = N)`",
-                    ));
-                }
-                let inner;
-                parenthesized!(inner in input);
-                let key: Ident = inner.parse()?;
-                if key != "max" {
-                    return Err(syn::Error::new(
-                        key.span(),
-                        format!("expected `max = N`, found `{key}`; write `sender(max = N)`"),
-                    ));
-                }
-                inner.parse::<Token![=]>()?;
-                Ok(OnRejectArg {
-                    kind,
-                    max: Some(inner.parse()?),
-                })
+fn parse_on_reject(input: ParseStream) -> syn::Result<Keyword<OnReject>> {
+    let token: Ident = input.parse()?;
+    let name = token.to_string();
+    let value = match name.as_str() {
+        "abort" => OnReject::Abort,
+        "escalate" => OnReject::Escalate,
+        "sender" => {
+            if !input.peek(syn::token::Paren) {
+                return Err(syn::Error::new(
+                    token.span(),
+                    "a handoff returned to its sender needs a bound: write `sender(max = N)`",
+                ));
             }
-            _ => Err(syn::Error::new(
-                kind.span(),
+            let inner;
+            parenthesized!(inner in input);
+            let key: Ident = inner.parse()?;
+            if key != "max" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("expected `max = N`, found `{key}`; write `sender(max = N)`"),
+                ));
+            }
+            inner.parse::<Token![=]>()?;
+            OnReject::Sender {
+                max: Number::new(inner.parse()?),
+            }
+        }
+        _ => {
+            return Err(syn::Error::new(
+                token.span(),
                 format!(
                     "unknown rejection route `{name}`{}; write `abort`, `escalate` or `sender(max = N)`",
                     suggestion(&name, ["abort", "escalate", "sender"])
                 ),
-            )),
+            ));
         }
-    }
+    };
+    Ok(Keyword { value, token })
 }
 
 impl AgentArgs {
@@ -253,8 +252,8 @@ impl AgentArgs {
                     args.to_key = Some(key);
                     args.to = bracketed_list(input)?;
                 }
-                "on_reject" => args.on_reject = Some(input.parse()?),
-                _ => args.timeout_ms = Some(input.parse()?),
+                "on_reject" => args.on_reject = Some(parse_on_reject(input)?),
+                _ => args.timeout_ms = Some(Number::new(input.parse()?)),
             }
             Ok(())
         });
@@ -268,10 +267,10 @@ impl AgentArgs {
 #[derive(Default)]
 pub struct ToolArgs {
     pub needs: Option<Ident>,
-    pub effect: Option<Ident>,
-    pub retries: Option<LitInt>,
-    pub backoff_ms: Option<LitInt>,
-    pub then: Option<Ident>,
+    pub effect: Option<Keyword<Effect>>,
+    pub retries: Option<Number<u32>>,
+    pub backoff_ms: Option<Number<u64>>,
+    pub then: Option<Keyword<Then>>,
 }
 
 impl ToolArgs {
@@ -280,13 +279,20 @@ impl ToolArgs {
         let mut args = ToolArgs::default();
         parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["needs", "effect", "retries", "backoff_ms", "then"])?;
-            let one_of = |value: Ident, allowed: &[&str], hint: &str| -> syn::Result<Ident> {
-                let v = value.to_string();
-                if allowed.contains(&v.as_str()) {
-                    return Ok(value);
+            // A keyword from `allowed`, read by `from_name`.
+            fn one_of<T>(
+                key: &Ident,
+                token: Ident,
+                allowed: &[&str],
+                hint: &str,
+                from_name: fn(&str) -> Option<T>,
+            ) -> syn::Result<Keyword<T>> {
+                let v = token.to_string();
+                if let Some(value) = from_name(&v) {
+                    return Ok(Keyword { value, token });
                 }
                 Err(syn::Error::new(
-                    value.span(),
+                    token.span(),
                     format!(
                         "unknown `{key}` value `{v}`{}; write {}{hint}",
                         suggestion(&v, allowed.iter().copied()),
@@ -297,23 +303,31 @@ impl ToolArgs {
                             .join(" or ")
                     ),
                 ))
-            };
+            }
             match key.to_string().as_str() {
                 "needs" if args.needs.is_none() => args.needs = Some(input.parse()?),
                 "effect" if args.effect.is_none() => {
                     args.effect = Some(one_of(
+                        &key,
                         input.parse()?,
-                        &["read", "write", "destructive"],
+                        &Effect::NAMES,
                         "",
+                        Effect::from_name,
                     )?)
                 }
-                "retries" if args.retries.is_none() => args.retries = Some(input.parse()?),
-                "backoff_ms" if args.backoff_ms.is_none() => args.backoff_ms = Some(input.parse()?),
+                "retries" if args.retries.is_none() => {
+                    args.retries = Some(Number::new(input.parse()?))
+                }
+                "backoff_ms" if args.backoff_ms.is_none() => {
+                    args.backoff_ms = Some(Number::new(input.parse()?))
+                }
                 "then" if args.then.is_none() => {
                     args.then = Some(one_of(
+                        &key,
                         input.parse()?,
-                        &["abort", "escalate"],
+                        &Then::NAMES,
                         " (what a failure leads to once its retries, `retries = N`, are spent)",
+                        Then::from_name,
                     )?)
                 }
                 _ => return Err(duplicate(&key)),
@@ -327,8 +341,8 @@ impl ToolArgs {
 /// `#[handoff(max_bytes = N, max_tokens = N)]` (both optional).
 #[derive(Default)]
 pub struct HandoffArgs {
-    pub max_bytes: Option<LitInt>,
-    pub max_tokens: Option<LitInt>,
+    pub max_bytes: Option<Number<u64>>,
+    pub max_tokens: Option<Number<u64>>,
 }
 
 impl HandoffArgs {
@@ -337,10 +351,10 @@ impl HandoffArgs {
         let mut args = HandoffArgs::default();
         parse_each(cx, tokens, |input| {
             let key = parse_key(input, &["max_bytes", "max_tokens"])?;
-            let n: LitInt = input.parse()?;
-            if n.base10_parse::<u64>().is_err() {
+            let n = Number::<u64>::new(input.parse()?);
+            if n.value.is_err() {
                 return Err(syn::Error::new(
-                    n.span(),
+                    n.lit.span(),
                     format!("`{key}` is a size: a whole number that fits in 64 bits"),
                 ));
             }

@@ -1,16 +1,15 @@
 //! Rules for `#[handoff]` payloads (guarantee 1): every contract part is
 //! present exactly once and none can be dropped on the wire.
 
-use syn::Type;
-
 use crate::ctxt::Ctxt;
 use crate::model::handoff::{
     CONTAINER_SERDE_ALLOWED, DROPPING, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
-    cfg_attr_hides_options, for_each_serde_key, is_cfg,
+    cfg_attr_hides_options, for_each_serde_key, is_cfg, is_option,
 };
 
 /// Runs every contract rule.
 pub fn check(cx: &Ctxt, h: &Handoff) {
+    check_bare_markers(cx, h);
     check_missing_parts(cx, h);
     check_duplicate_parts(cx, h);
     check_droppable_parts(cx, h);
@@ -94,6 +93,16 @@ fn check_fields(cx: &Ctxt, h: &Handoff) {
                 );
             }
         }
+    }
+}
+
+/// A part marker is a bare attribute: `#[stop]`, not `#[stop(..)]`.
+fn check_bare_markers(cx: &Ctxt, h: &Handoff) {
+    for (part, attr) in &h.marker_args {
+        cx.error_spanned_by(
+            attr,
+            format!("`#[{}]` takes no arguments", PARTS[*part].marker),
+        );
     }
 }
 
@@ -197,17 +206,5 @@ fn check_container(cx: &Ctxt, h: &Handoff) {
             &h.item.generics,
             "a handoff cannot be generic: its published schema names one concrete type; use a concrete type",
         );
-    }
-}
-
-/// Whether `ty` is spelled `Option<..>`.
-pub fn is_option(ty: &Type) -> bool {
-    match ty {
-        Type::Path(p) if p.qself.is_none() => {
-            p.path.segments.last().is_some_and(|s| s.ident == "Option")
-        }
-        Type::Group(g) => is_option(&g.elem),
-        Type::Paren(p) => is_option(&p.elem),
-        _ => false,
     }
 }

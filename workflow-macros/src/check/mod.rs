@@ -1,4 +1,5 @@
 //! The rules: one `check_*` function per rule, all reporting into a `Ctxt`.
 
 pub mod contract;
+pub mod item;
 pub mod workflow;

@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 
+use syn::Ident;
 use syn::ext::IdentExt;
-use syn::{Ident, LitInt};
 
 use crate::ctxt::{Ctxt, suggestion};
 use crate::graph::{Edge, Graph, Target};
+use crate::model::value::{Effect, Number, OnReject};
 use crate::model::workflow::Workflow;
 
 /// The graph with the tokens to blame for each edge.
@@ -22,9 +23,9 @@ pub struct Resolved {
 /// Runs every workflow rule. Returns the resolved graph when it could be
 /// built (even if other rules failed, so all errors are reported at once).
 pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
+    super::item::check(cx, wf);
     check_output(cx, wf);
     check_public_types(cx, wf);
-    check_agent_names(cx, wf);
     check_tools(cx, wf);
     check_role_overlap(cx, wf);
     check_numbers(cx, wf);
@@ -53,14 +54,9 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     let returns: u64 = wf
         .agents
         .iter()
-        .filter_map(|a| {
-            a.args
-                .on_reject
-                .as_ref()?
-                .max
-                .as_ref()?
-                .base10_parse::<u64>()
-                .ok()
+        .filter_map(|a| match &a.args.on_reject.as_ref()?.value {
+            OnReject::Sender { max } => max.get(),
+            _ => None,
         })
         .sum();
     let computed = graph.max_hops().unwrap_or(0).saturating_add(returns);
@@ -72,11 +68,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
             ),
         );
     }
-    let declared = wf
-        .args
-        .max_hops
-        .as_ref()
-        .and_then(|l| l.base10_parse::<u64>().ok());
+    let declared = wf.args.max_hops.as_ref().and_then(Number::get);
     let max_hops = declared.map_or(computed, |d| d.min(computed));
     Some(Resolved {
         graph,
@@ -167,27 +159,8 @@ fn check_public_types(cx: &Ctxt, wf: &Workflow) {
     }
 }
 
-/// An agent named `end` would collide with the `End` variant. (Two agents
-/// with one name are reported while the model is built.)
-fn check_agent_names(cx: &Ctxt, wf: &Workflow) {
-    for a in &wf.agents {
-        let name = a.name.unraw().to_string();
-        if ["tools", "authority"].contains(&name.as_str()) {
-            cx.error_spanned_by(
-                &a.name,
-                format!("an agent cannot be named `{name}`: `{name}` is a module the workflow generates; rename it"),
-            );
-        }
-        if crate::codegen::camel(&a.name) == "End" {
-            cx.error_spanned_by(
-                &a.name,
-                "an agent cannot be named `end`: `End` is the variant for `END`; rename it",
-            );
-        }
-    }
-}
-
-/// Granted tools must be declared; a tool that needs an authority can only
+/// Granted tools must be declared (two tools of one name are reported
+/// with the items); a tool that needs an authority can only
 /// be granted to that authority's owner.
 fn check_tools(cx: &Ctxt, wf: &Workflow) {
     let owner: HashMap<String, &Ident> = wf
@@ -200,14 +173,7 @@ fn check_tools(cx: &Ctxt, wf: &Workflow) {
                 .map(move |o| (o.unraw().to_string(), &a.name))
         })
         .collect();
-    let mut declared: HashMap<String, &Ident> = HashMap::new();
     for t in &wf.tools {
-        if let Some(first) = declared.insert(t.name.unraw().to_string(), &t.name) {
-            cx.error_spanned_by(
-                &t.name,
-                format!("tool `{first}` is declared twice; rename one"),
-            );
-        }
         if let Some(needs) = &t.needs
             && !owner.contains_key(&needs.unraw().to_string())
         {
@@ -296,60 +262,61 @@ fn check_role_overlap(cx: &Ctxt, wf: &Workflow) {
     }
 }
 
-fn parse_positive(cx: &Ctxt, lit: &LitInt, what: &str, max: u64) {
-    match lit.base10_parse::<u64>() {
+/// A whole number from 1 to `max`: reported on its literal otherwise.
+fn check_positive(cx: &Ctxt, n: &Number<u64>, what: &str, max: u64) {
+    match &n.value {
         Ok(0) => cx.error_spanned_by(
-            lit,
+            &n.lit,
             format!("`{what}` must be at least 1; write a whole number from 1 to {max}"),
         ),
-        Ok(n) if n > max => cx.error_spanned_by(
-            lit,
+        Ok(v) if *v > max => cx.error_spanned_by(
+            &n.lit,
             format!("`{what}` is too large; write a whole number from 1 to {max}"),
         ),
         Ok(_) => {}
         Err(e) => cx.error_spanned_by(
-            lit,
+            &n.lit,
             format!("`{what}` must be a whole number from 1 to {max}: {e}"),
         ),
     }
 }
 
-/// Numbers in arguments: loop bounds, timeouts, the hop cap.
+/// Numbers in arguments: loop bounds, timeouts, the hop cap, a tool's
+/// retries and back-off.
 fn check_numbers(cx: &Ctxt, wf: &Workflow) {
     if let Some(m) = &wf.args.max_hops {
-        parse_positive(cx, m, "max_hops", u64::from(u32::MAX));
+        check_positive(cx, m, "max_hops", u64::from(u32::MAX));
     }
     for a in &wf.agents {
         if let Some(t) = &a.args.timeout_ms {
-            parse_positive(cx, t, "timeout_ms", u64::MAX);
+            check_positive(cx, t, "timeout_ms", u64::MAX);
         }
         for t in &a.args.to {
             if let Some(b) = &t.bound {
-                parse_positive(cx, b, "max", u64::from(u32::MAX));
+                check_positive(cx, b, "max", u64::from(u32::MAX));
             }
         }
-        if let Some(max) = a.args.on_reject.as_ref().and_then(|o| o.max.as_ref()) {
-            parse_positive(cx, max, "max", u64::from(u32::MAX));
+        if let Some(OnReject::Sender { max }) = a.args.on_reject.as_ref().map(|o| &o.value) {
+            check_positive(cx, max, "max", u64::from(u32::MAX));
         }
     }
     for t in &wf.tools {
-        if let Some(n) = &t.args.retries
-            && let Err(e) = n.base10_parse::<u32>()
-        {
+        if let Some(Number { lit, value: Err(e) }) = &t.args.retries {
             cx.error_spanned_by(
-                n,
+                lit,
                 format!(
                     "`retries` must be a whole number from 0 to {}: {e}",
                     u32::MAX
                 ),
             );
         }
-        if let Some(n) = &t.args.backoff_ms
-            && let Err(e) = n.base10_parse::<u64>()
-        {
+        if let Some(Number { lit, value: Err(e) }) = &t.args.backoff_ms {
             cx.error_spanned_by(
-                n,
-                format!("`backoff_ms` must be a whole number of milliseconds: {e}"),
+                lit,
+                format!(
+                    "`backoff_ms` must be a whole number of milliseconds from 0 to {}: {e}",
+                    u64::MAX
+                ),
             );
         }
     }
@@ -362,10 +329,10 @@ fn check_on_reject(cx: &Ctxt, wf: &Workflow, entry: Option<usize>) {
         return;
     };
     if let Some(o) = &entry.args.on_reject
-        && o.kind == "sender"
+        && let OnReject::Sender { .. } = o.value
     {
         cx.error_spanned_by(
-            &o.kind,
+            &o.token,
             format!(
                 "`{}` is the entry: its sender is the caller of `run`, which cannot handle a returned handoff; use `abort` or `escalate`",
                 entry.name
@@ -379,9 +346,10 @@ fn check_on_reject(cx: &Ctxt, wf: &Workflow, entry: Option<usize>) {
 fn check_tool_effects(cx: &Ctxt, wf: &Workflow) {
     for t in &wf.tools {
         if let Some(effect) = &t.args.effect
-            && effect != "read"
+            && effect.value != Effect::Read
             && t.needs.is_none()
         {
+            let effect = &effect.token;
             cx.error_spanned_by(
                 effect,
                 format!(
@@ -425,14 +393,14 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
             }
             // (Counted as 1 in the bound on hops, which it must not inflate.)
             let bound = match (&t.bound, &t.bad_bound) {
-                (Some(b), _) => Some(b.base10_parse::<u32>().unwrap_or(1)),
+                (Some(b), _) => Some(b.get().and_then(|b| u32::try_from(b).ok()).unwrap_or(1)),
                 (None, Some(_)) => Some(1),
                 (None, None) => None,
             };
             let to = if name == "END" {
                 if let Some(b) = &t.bound {
                     cx.error_spanned_by(
-                        b,
+                        &b.lit,
                         "`END` takes no loop bound: a run ends once; remove `(max = ..)`",
                     );
                 }

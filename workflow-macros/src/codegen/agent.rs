@@ -9,9 +9,10 @@ use syn::spanned::Spanned;
 
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
-use crate::model::workflow::{Agent, Workflow};
+use crate::model::agent::Agent;
+use crate::model::workflow::Workflow;
 
-use super::workflow::{body_call, input_alias};
+use super::{body_call, input_alias};
 
 /// Incoming edges of each agent, by index.
 fn has_incoming(r: &Resolved, agent: usize) -> bool {
@@ -21,7 +22,7 @@ fn has_incoming(r: &Resolved, agent: usize) -> bool {
 /// `pre`/`post` bodies: bind the user's names, test each condition.
 fn conditions(
     index: usize,
-    conds: &[crate::parse::ConditionArgs],
+    conds: &[&crate::parse::ConditionArgs],
     list: &str,
     bind: TokenStream,
 ) -> TokenStream {
@@ -31,7 +32,7 @@ fn conditions(
         quote_spanned! {expr.span()=>
             if !(#expr) {
                 return ::workflow_core::__private::Result::Err(
-                    &<Spec as ::workflow_core::Workflow>::GRAPH.agents[#index].#list[#i],
+                    &<Spec as ::workflow_core::__private::Workflow>::GRAPH.agents[#index].#list[#i],
                 );
             }
         }
@@ -70,8 +71,8 @@ pub(super) fn agent(
                 End(super::__wf_output)
             ),
         });
-    let probe_payload = super::contract_probe(quote!(&payload));
-    let probe_output = super::contract_probe(quote!(&output));
+    // Each handoff site is one call: `hand_off` records the transfer with
+    // the receiver's view of its contract, `end` with the output's.
     let routes = r
         .graph
         .edges
@@ -82,21 +83,17 @@ pub(super) fn agent(
             let edge = (i + 1) as u16; // edge 0 is START -> entry
             match e.to {
                 Target::Agent(b) => {
-                    let v = wf.agents[b].variant.clone();
+                    let (v, receiver) = (&wf.agents[b].variant, &wf.agents[b].name);
                     quote! {
-                        #name::Next::#v(payload) => {
-                            run.handoff(#edge, &payload, #probe_payload)?;
-                            ::workflow_core::__private::Result::Ok(
-                                ::workflow_core::Transition::To(State::#v(payload)),
-                            )
-                        }
+                        #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<Spec, #receiver::Agent>(
+                            run, #edge, payload, State::#v,
+                        ),
                     }
                 }
                 Target::End => quote! {
-                    #name::Next::End(output) => {
-                        run.end(#edge, &output, #probe_output)?;
-                        ::workflow_core::__private::Result::Ok(::workflow_core::Transition::End(output))
-                    }
+                    #name::Next::End(output) => ::workflow_core::__private::end(
+                        run, #edge, output, __wf_output_contract,
+                    ),
                 },
             }
         });
@@ -108,7 +105,7 @@ pub(super) fn agent(
         .owns
         .iter()
         .filter(|o| seen.insert(o.unraw().to_string()))
-        .map(|o| quote!(impl ::workflow_core::Owns<authority::#o> for #name::Agent {}))
+        .map(|o| quote!(impl ::workflow_core::__private::Owns<authority::#o> for #name::Agent {}))
         .collect();
     let mut seen = std::collections::HashSet::new();
     let grants: Vec<_> = a
@@ -117,9 +114,9 @@ pub(super) fn agent(
         .iter()
         .filter(|t| wf.tools.iter().any(|d| d.name.unraw() == t.unraw()))
         .filter(|t| seen.insert(t.unraw().to_string()))
-        .map(|t| quote!(impl ::workflow_core::Granted<tools::#t> for #name::Agent {}))
+        .map(|t| quote!(impl ::workflow_core::__private::Granted<tools::#t> for #name::Agent {}))
         .collect();
-    let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.base10_parse::<u64>().ok()).map(|ms| {
+    let timeout = a.args.timeout_ms.as_ref().and_then(|t| t.get()).map(|ms| {
         quote! {
             const TIMEOUT: ::workflow_core::__private::Option<::workflow_core::__private::Duration> =
                 ::workflow_core::__private::Option::Some(::workflow_core::__private::Duration::from_millis(#ms));
@@ -128,8 +125,7 @@ pub(super) fn agent(
     // An agent that receives handoffs must take one (a compile error
     // otherwise); the entry's input is checked when it happens to be one.
     let view = if has_incoming(r, index) {
-        let view =
-            quote_spanned!(input.span()=> <#input as ::workflow_core::Handoff>::contract(input));
+        let view = quote_spanned!(input.span()=> <#input as ::workflow_core::__private::Handoff>::contract(input));
         quote!(::workflow_core::__private::Option::Some(#view))
     } else {
         quote! {{
@@ -139,16 +135,17 @@ pub(super) fn agent(
         }}
     };
     let contract = quote! {
-        fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::ContractView<'_>> {
+        fn contract(input: &#input) -> ::workflow_core::__private::Option<::workflow_core::__private::ContractView<'_>> {
             #view
         }
     };
     let run_body = body_call(a);
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
-    let pre = (!a.pre.is_empty()).then(|| {
+    let (plain_pre, plain_post) = (a.plain_pre(), a.plain_post());
+    let pre = (!plain_pre.is_empty()).then(|| {
         let body = conditions(
             index,
-            &a.pre,
+            &plain_pre,
             "pre",
             quote!(let #input_pat = input; let #cx_pat = cx;),
         );
@@ -157,25 +154,25 @@ pub(super) fn agent(
             fn pre(
                 input: &#input,
                 cx: &#name::Context<'_>,
-            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::Condition> {
+            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
                 #body
             }
         }
     });
     // Without post-conditions the runtime builds no context for them.
-    let no_post = a.post.is_empty().then(|| {
+    let no_post = plain_post.is_empty().then(|| {
         quote!(
             const HAS_POST: bool = false;
         )
     });
-    let post = (!a.post.is_empty()).then(|| {
-        let body = conditions(index, &a.post, "post", quote!(let #cx_pat = cx;));
+    let post = (!plain_post.is_empty()).then(|| {
+        let body = conditions(index, &plain_post, "post", quote!(let #cx_pat = cx;));
         quote! {
             #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post(
                 out: &#name::Next,
                 cx: &#name::Context<'_>,
-            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::Condition> {
+            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
                 #body
             }
         }
@@ -196,14 +193,14 @@ pub(super) fn agent(
                 #(#variants),*
             }
             /// What the agent sees during its turn.
-            pub type Context<'x> = ::workflow_core::Context<'x, super::Spec, Agent>;
+            pub type Context<'x> = ::workflow_core::__private::Context<'x, super::Spec, Agent>;
             #extra
         }
 
         #(#owns)*
         #(#grants)*
 
-        impl ::workflow_core::Agent<Spec> for #name::Agent {
+        impl ::workflow_core::__private::Agent<Spec> for #name::Agent {
             const INDEX: u16 = #index_u16;
             #timeout
             type Input = #input;
@@ -216,17 +213,17 @@ pub(super) fn agent(
                 input: #input,
                 cx: #name::Context<'_>,
             ) -> impl ::workflow_core::__private::Future<
-                Output = ::workflow_core::__private::Result<#name::Next, ::workflow_core::Reject>,
+                Output = ::workflow_core::__private::Result<#name::Next, ::workflow_core::__private::Reject>,
             > + Send {
                 #run_body
             }
         }
 
-        impl ::workflow_core::Route<Spec> for #name::Next {
+        impl ::workflow_core::__private::Route<Spec> for #name::Next {
             fn route(
                 self,
-                run: &mut ::workflow_core::Runtime<'_, Spec>,
-            ) -> ::workflow_core::__private::Result<::workflow_core::Transition<Spec>, ::workflow_core::RunError> {
+                run: &mut ::workflow_core::__private::Runtime<'_, Spec>,
+            ) -> ::workflow_core::__private::Result<::workflow_core::__private::Transition<Spec>, ::workflow_core::__private::RunError> {
                 match self {
                     #(#routes)*
                 }

@@ -7,13 +7,13 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
 use crate::model::handoff::{
     CONTAINER_SERDE_ALLOWED, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
-    cfg_attr_hides_options, is_cfg, serde_has_any, serde_has_other,
+    cfg_attr_hides_options, is_cfg, is_option, serde_has_any, serde_has_other,
 };
+use crate::model::syntax::strip_own_derives;
 
 /// The derives every payload type gets; `deny` adds `deny_unknown_fields`.
 pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
@@ -36,54 +36,6 @@ pub fn derives(item: &syn::ItemStruct, deny: bool) -> TokenStream {
         #[schemars(crate = "::workflow_core::__private::schemars")]
     }
 }
-
-/// Removes the user's own serde/schemars derives from `attrs` (the macro
-/// derives them itself) and returns them, for the caller to report.
-pub fn strip_own_derives(attrs: &mut [syn::Attribute]) -> Vec<syn::Path> {
-    let own = |p: &syn::Path| {
-        p.segments
-            .last()
-            .is_some_and(|s| OWN_DERIVES.iter().any(|d| s.ident == d))
-    };
-    let mut removed = Vec::new();
-    for attr in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
-        let Ok(paths) =
-            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-        else {
-            continue;
-        };
-        let kept: Vec<&syn::Path> = paths.iter().filter(|p| !own(p)).collect();
-        if kept.len() != paths.len() {
-            removed.extend(paths.iter().filter(|p| own(p)).cloned());
-            *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-        }
-    }
-    removed
-}
-
-/// Reports and removes the user's own serde/schemars derives from `item`
-/// (`owner` names the attribute that derives them itself).
-pub fn without_own_derives(
-    cx: &crate::ctxt::Ctxt,
-    mut item: syn::ItemStruct,
-    owner: &str,
-) -> syn::ItemStruct {
-    for p in strip_own_derives(&mut item.attrs) {
-        let name = p
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        cx.error_spanned_by(
-            p,
-            format!("`{owner}` derives `{name}` itself; remove it from `#[derive(..)]`"),
-        );
-    }
-    item
-}
-
-/// The derives the macro adds itself, removed from the user's list.
-const OWN_DERIVES: [&str; 3] = ["Serialize", "Deserialize", "JsonSchema"];
 
 /// Whether the rules refused `attr` (a serde option outside `allowed`, or a
 /// `cfg_attr` hiding options): it is left out after being reported.
@@ -141,44 +93,44 @@ pub fn expand(h: &Handoff) -> TokenStream {
         h.parts
             .iter()
             .find(|p| p.part == part)
-            .filter(|p| !crate::check::contract::is_option(&p.ty))
+            .filter(|p| !is_option(&p.ty))
     };
     let (authority, expires) = match first(1) {
         Some(scope) => {
             let (field, ty) = (&scope.field, &scope.ty);
             (
-                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::Authority),
-                quote_spanned!(ty.span()=> <#ty as ::workflow_core::AuthorityScope>::expiry(&self.#field)),
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::__private::AuthorityScope>::Authority),
+                quote_spanned!(ty.span()=> <#ty as ::workflow_core::__private::AuthorityScope>::expiry(&self.#field)),
             )
         }
         None => (
             quote!(::workflow_core::__private::UnknownAuthority),
-            quote!(::workflow_core::Expiry::Never),
+            quote!(::workflow_core::__private::Expiry::Never),
         ),
     };
     let stop = match first(4) {
         Some(stop) => {
             let (field, ty) = (&stop.field, &stop.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::StopConditions)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::StopConditions)
         }
         None => quote!(&::workflow_core::__private::NO_STOP),
     };
     let open = match first(3) {
         Some(open) => {
             let (field, ty) = (&open.field, &open.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::OpenQuestions)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::OpenQuestions)
         }
         None => quote!(&::workflow_core::__private::NO_OPEN),
     };
     let evidence = match first(2) {
         Some(evidence) => {
             let (field, ty) = (&evidence.field, &evidence.ty);
-            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::EvidenceList)
+            quote_spanned!(ty.span()=> &self.#field as &dyn ::workflow_core::__private::EvidenceList)
         }
         None => quote!(&::workflow_core::__private::NO_EVIDENCE),
     };
     let limit =
-        |n: &Option<syn::LitInt>| match n.as_ref().and_then(|n| n.base10_parse::<u64>().ok()) {
+        |n: &Option<crate::model::value::Number<u64>>| match n.as_ref().and_then(|n| n.get()) {
             Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
             None => quote!(::workflow_core::__private::Option::None),
         };
@@ -193,21 +145,21 @@ pub fn expand(h: &Handoff) -> TokenStream {
         #derives
         #item
 
-        impl ::workflow_core::Handoff for #ident {
+        impl ::workflow_core::__private::Handoff for #ident {
             type Authority = #authority;
             const PARTS: &'static [(&'static str, &'static str)] = &[#(#parts),*];
             const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
             const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
-            fn contract(&self) -> ::workflow_core::ContractView<'_> {
-                ::workflow_core::ContractView {
-                    parts: <Self as ::workflow_core::Handoff>::PARTS,
-                    authority: <#authority as ::workflow_core::Authority>::NAME,
+            fn contract(&self) -> ::workflow_core::__private::ContractView<'_> {
+                ::workflow_core::__private::ContractView {
+                    parts: <Self as ::workflow_core::__private::Handoff>::PARTS,
+                    authority: <#authority as ::workflow_core::__private::Authority>::NAME,
                     expires: #expires,
                     stop: #stop,
                     open: #open,
                     evidence: #evidence,
-                    max_bytes: <Self as ::workflow_core::Handoff>::MAX_BYTES,
-                    max_tokens: <Self as ::workflow_core::Handoff>::MAX_TOKENS,
+                    max_bytes: <Self as ::workflow_core::__private::Handoff>::MAX_BYTES,
+                    max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
                 }
             }
         }

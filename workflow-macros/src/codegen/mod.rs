@@ -1,23 +1,97 @@
-//! Code generation: one file per generated artefact.
+//! Code generation: one file per generated artefact, each reading the
+//! model (and the resolved graph) and the helpers below; none imports
+//! another.
 
 pub mod agent;
+pub mod authority;
+pub mod graph;
 pub mod handoff;
+pub mod invariants;
 pub mod spec;
+pub mod tool;
 pub mod workflow;
 
-/// `network_agent` -> `NetworkAgent`: the variant name for an agent.
-pub fn camel(ident: &syn::Ident) -> String {
-    let raw = ident.to_string();
-    let raw = raw.strip_prefix("r#").unwrap_or(&raw);
-    raw.split('_')
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            let mut c = s.chars();
-            c.next()
-                .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect()
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::ext::IdentExt;
+
+use crate::model::agent::Agent;
+use crate::model::tool::Tool;
+use crate::model::value::{Effect, Then};
+use crate::model::workflow::Workflow;
+
+/// A type's tokens without spaces, as the static graph names it.
+pub fn type_text(ty: &syn::Type) -> String {
+    quote!(#ty).to_string().replace(' ', "")
+}
+
+/// The module-level alias of agent `a`'s input type.
+pub fn input_alias(a: &Agent) -> syn::Ident {
+    format_ident!("__wf_input_{}", a.name.unraw())
+}
+
+/// The module-level alias of tool `t`'s input type.
+pub fn tool_input_alias(t: &Tool) -> syn::Ident {
+    format_ident!("__wf_tool_input_{}", t.name.unraw())
+}
+
+/// The module-level alias of tool `t`'s output type.
+pub fn tool_output_alias(t: &Tool) -> syn::Ident {
+    format_ident!("__wf_tool_output_{}", t.name.unraw())
+}
+
+/// The workflow's output type (`()` when missing, reported).
+pub fn output_ty(wf: &Workflow) -> TokenStream {
+    match &wf.args.output {
+        Some(t) => quote!(#t),
+        None => quote!(()),
+    }
+}
+
+/// The future of an agent's body. A malformed agent (reported already)
+/// gets a body that compiles, so no second error follows from the first.
+pub fn body_call(a: &Agent) -> TokenStream {
+    let name = &a.name;
+    if !a.callable {
+        return quote! {
+            async move {
+                let _ = (input, cx);
+                ::workflow_core::__private::Result::Err(::workflow_core::__private::Reject::because(
+                    "the agent's signature is invalid (reported at compile time)",
+                ))
+            }
+        };
+    }
+    if a.is_async {
+        quote!(#name(input, cx))
+    } else {
+        quote!(async move { #name(input, cx) })
+    }
+}
+
+/// The declared effect of tool `t`.
+pub fn tool_effect(t: &Tool) -> TokenStream {
+    match t.args.effect.as_ref().map(|e| e.value) {
+        Some(Effect::Write) => quote!(::workflow_core::__private::Effect::Write),
+        Some(Effect::Destructive) => quote!(::workflow_core::__private::Effect::Destructive),
+        Some(Effect::Read) | None => quote!(::workflow_core::__private::Effect::Read),
+    }
+}
+
+/// The declared fallback policy of tool `t`.
+pub fn tool_fallback(t: &Tool) -> TokenStream {
+    let retries = t.args.retries.as_ref().and_then(|n| n.get()).unwrap_or(0);
+    let backoff = t
+        .args
+        .backoff_ms
+        .as_ref()
+        .and_then(|n| n.get())
+        .unwrap_or(0);
+    let then = match t.args.then.as_ref().map(|e| e.value) {
+        Some(Then::Escalate) => quote!(::workflow_core::__private::Then::Escalate),
+        Some(Then::Abort) | None => quote!(::workflow_core::__private::Then::Abort),
+    };
+    quote!(::workflow_core::__private::Fallback { retries: #retries, backoff_ms: #backoff, then: #then })
 }
 
 /// The source text of a condition, formatted as rustfmt would (on one

@@ -59,6 +59,8 @@ pub struct Handoff {
     pub parts: Vec<PartField>,
     /// `#[handoff(max_bytes = N, max_tokens = N)]`.
     pub args: crate::parse::HandoffArgs,
+    /// Part markers written with arguments (`#[stop(..)]`), by part index.
+    pub marker_args: Vec<(usize, syn::Attribute)>,
 }
 
 impl Handoff {
@@ -81,6 +83,7 @@ impl Handoff {
             return Err(Box::new(item));
         };
         let mut parts = Vec::new();
+        let mut marker_args = Vec::new();
         for field in named.named.iter_mut() {
             let Some(ident) = field.ident.clone() else {
                 continue;
@@ -94,10 +97,7 @@ impl Handoff {
                 match (part, attr.path().get_ident()) {
                     (Some(part), Some(marker)) => {
                         if !matches!(attr.meta, syn::Meta::Path(_)) {
-                            cx.error_spanned_by(
-                                attr,
-                                format!("`#[{}]` takes no arguments", PARTS[part].marker),
-                            );
+                            marker_args.push((part, attr.clone()));
                         }
                         markers.push((part, marker.clone()));
                         false
@@ -117,6 +117,7 @@ impl Handoff {
         Ok(Handoff {
             item,
             parts,
+            marker_args,
             args: crate::parse::HandoffArgs::default(),
         })
     }
@@ -192,4 +193,16 @@ pub fn serde_has_any(attr: &syn::Attribute, keys: &[&str]) -> bool {
     let mut found = false;
     for_each_serde_key(attr, |key| found |= keys.iter().any(|k| key.is_ident(k)));
     found
+}
+
+/// Whether `ty` is spelled `Option<..>`.
+pub fn is_option(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().is_some_and(|s| s.ident == "Option")
+        }
+        Type::Group(g) => is_option(&g.elem),
+        Type::Paren(p) => is_option(&p.elem),
+        _ => false,
+    }
 }

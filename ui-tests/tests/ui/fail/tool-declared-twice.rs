@@ -1,0 +1,28 @@
+//! Two tools with one name.
+
+use workflow_core::prelude::*;
+
+#[workflow(entry = researcher, output = String)]
+mod wf {
+    use super::*;
+
+    #[tool]
+    async fn search(_query: String, _deps: &()) -> Result<String, ToolError> {
+        todo!()
+    }
+
+    #[tool]
+    async fn search(_query: String, _deps: &()) -> Result<Vec<String>, ToolError> {
+        todo!()
+    }
+
+    #[agent(tools = [search], to = [END])]
+    async fn researcher(
+        _input: String,
+        _cx: researcher::Context<'_>,
+    ) -> Result<researcher::Next, Reject> {
+        todo!()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,154 @@
+//! The static graph (`Workflow::GRAPH`) the executor indexes into on
+//! every transition, and the manifest and diagrams are drawn from.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::ext::IdentExt;
+
+use crate::check::workflow::Resolved;
+use crate::graph::Target;
+use crate::model::value::OnReject;
+use crate::model::workflow::Workflow;
+
+use super::{output_ty, tool_effect, tool_fallback, type_text};
+
+fn schema_name(ty: TokenStream) -> TokenStream {
+    quote!(<#ty as ::workflow_core::__private::schemars::JsonSchema>::schema_name)
+}
+
+pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
+    let output = output_ty(wf);
+    let output_text = wf
+        .args
+        .output
+        .as_ref()
+        .map(type_text)
+        .unwrap_or_else(|| "()".into());
+    let entry = &wf.agents[r.graph.entry];
+    let input_text = type_text(&entry.input_ty);
+    let cond = |cs: Vec<&crate::parse::ConditionArgs>| {
+        let items = cs.into_iter().map(|c| {
+            let text = super::expr_text(&c.expr);
+            let message = &c.message;
+            quote!(::workflow_core::__private::Condition { expr: #text, message: #message })
+        });
+        quote!(&[#(#items),*])
+    };
+    let agents = wf.agents.iter().map(|a| {
+        let name = a.name.unraw().to_string();
+        let ty = &a.input_ty;
+        let input = type_text(ty);
+        let input_schema = schema_name(quote!(#ty));
+        let owns = a.args.owns.iter().map(|o| o.unraw().to_string());
+        let tools = a.args.tools.iter().map(|t| t.unraw().to_string());
+        let timeout = match a.args.timeout_ms.as_ref().and_then(|t| t.get()) {
+            Some(ms) => quote!(::workflow_core::__private::Option::Some(#ms)),
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+        let (pre, post) = (cond(a.plain_pre()), cond(a.plain_post()));
+        let on_reject = match a.args.on_reject.as_ref().map(|o| &o.value) {
+            Some(OnReject::Escalate) => quote!(::workflow_core::__private::OnReject::Escalate),
+            Some(OnReject::Sender { max }) => {
+                // A bound that does not fit (reported) counts as 1.
+                let max = max.get().and_then(|m| u32::try_from(m).ok()).unwrap_or(1);
+                quote!(::workflow_core::__private::OnReject::Sender { max: #max })
+            }
+            Some(OnReject::Abort) | None => quote!(::workflow_core::__private::OnReject::Abort),
+        };
+        quote! {
+            ::workflow_core::__private::AgentInfo {
+                name: #name,
+                input: #input,
+                input_schema: #input_schema,
+                owns: &[#(#owns),*],
+                tools: &[#(#tools),*],
+                timeout_ms: #timeout,
+                pre: #pre,
+                post: #post,
+                on_reject: #on_reject,
+            }
+        }
+    });
+    let node = |t: Target| match t {
+        Target::Agent(i) => {
+            let i = i as u16;
+            quote!(::workflow_core::__private::Node::Agent(#i))
+        }
+        Target::End => quote!(::workflow_core::__private::Node::End),
+    };
+    let entry_node = node(Target::Agent(r.graph.entry));
+    let entry_ty = &entry.input_ty;
+    let entry_schema = schema_name(quote!(#entry_ty));
+    let start = quote! {
+        ::workflow_core::__private::EdgeInfo {
+            from: ::workflow_core::__private::Node::Start,
+            to: #entry_node,
+            payload: #input_text,
+            payload_schema: #entry_schema,
+            bound: ::workflow_core::__private::Option::None,
+        }
+    };
+    let edges = r.graph.edges.iter().map(|e| {
+        let from = node(Target::Agent(e.from));
+        let to = node(e.to);
+        let (ty, text) = match e.to {
+            Target::Agent(b) => {
+                let t = &wf.agents[b].input_ty;
+                (quote!(#t), type_text(t))
+            }
+            Target::End => (output.clone(), output_text.clone()),
+        };
+        let schema = schema_name(ty);
+        let bound = match e.bound {
+            Some(b) => quote!(::workflow_core::__private::Option::Some(#b)),
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+        quote! {
+            ::workflow_core::__private::EdgeInfo { from: #from, to: #to, payload: #text, payload_schema: #schema, bound: #bound }
+        }
+    });
+    let tools = wf.tools.iter().map(|t| {
+        let name = t.name.unraw().to_string();
+        let (i, o) = (&t.input_ty, &t.output_ty);
+        let (it, ot) = (type_text(i), type_text(o));
+        let (is, os) = (schema_name(quote!(#i)), schema_name(quote!(#o)));
+        let needs = match &t.needs {
+            Some(n) => {
+                let n = n.unraw().to_string();
+                quote!(::workflow_core::__private::Option::Some(#n))
+            }
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+        let description = &t.description;
+        let effect = tool_effect(t);
+        let fallback = tool_fallback(t);
+        quote! {
+            ::workflow_core::__private::ToolInfo {
+                name: #name,
+                input: #it,
+                input_schema: #is,
+                output: #ot,
+                output_schema: #os,
+                needs: #needs,
+                description: #description,
+                effect: #effect,
+                fallback: #fallback,
+                input_schema_doc: ::workflow_core::__private::schema_doc::<#i>,
+                output_schema_doc: ::workflow_core::__private::schema_doc::<#o>,
+            }
+        }
+    });
+    let name = wf.name.unraw().to_string();
+    let max_hops = proc_macro2::Literal::u32_unsuffixed(r.max_hops);
+    quote! {
+        ::workflow_core::__private::Graph {
+            name: #name,
+            agents: &[#(#agents),*],
+            edges: &[#start, #(#edges),*],
+            tools: &[#(#tools),*],
+            input: #input_text,
+            output: #output_text,
+            max_hops: #max_hops,
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The model of an `#[agent]` function and its conditions.
+
+use syn::{Ident, ItemFn, Pat, Type};
+
+use crate::model::syntax::{borrows, camel, collect, take_attrs, typed_arg};
+use crate::parse::{AgentArgs, ConditionArgs};
+
+/// A `#[pre]`/`#[post]` condition, with what makes it not a plain `bool`
+/// expression (`?`, `.await`, `return`; reported by the rules, and such a
+/// condition is left out of the generated code).
+pub struct Condition {
+    pub args: ConditionArgs,
+    pub impure: Vec<Impurity>,
+}
+
+/// A token a condition may not hold.
+pub enum Impurity {
+    Try(syn::Token![?]),
+    Await(syn::Token![await]),
+    Return(syn::Token![return]),
+}
+
+impl Condition {
+    fn new(args: ConditionArgs) -> Condition {
+        struct Find(Vec<Impurity>);
+        impl<'a> syn::visit::Visit<'a> for Find {
+            fn visit_expr_try(&mut self, e: &'a syn::ExprTry) {
+                self.0.push(Impurity::Try(e.question_token));
+            }
+            fn visit_expr_await(&mut self, e: &'a syn::ExprAwait) {
+                self.0.push(Impurity::Await(e.await_token));
+            }
+            fn visit_expr_return(&mut self, e: &'a syn::ExprReturn) {
+                self.0.push(Impurity::Return(e.return_token));
+            }
+            // Closures and async blocks inside may use what they like.
+            fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+            fn visit_expr_async(&mut self, _: &'a syn::ExprAsync) {}
+        }
+        let mut find = Find(Vec::new());
+        syn::visit::Visit::visit_expr(&mut find, &args.expr);
+        Condition {
+            args,
+            impure: find.0,
+        }
+    }
+
+    /// Whether the condition is a plain expression the receipt can test.
+    pub fn is_plain(&self) -> bool {
+        self.impure.is_empty()
+    }
+}
+
+/// An `#[agent]` function.
+pub struct Agent {
+    pub name: Ident,
+    /// Its variant name in `Next` and `State` (CamelCase of the name).
+    pub variant: Ident,
+    /// The signature as written, for the shape rules.
+    pub sig: syn::Signature,
+    /// Whether the function is `async` (a non-async one is reported).
+    pub is_async: bool,
+    /// Whether the function has the `(input, cx)` shape and an owned input,
+    /// and can be called.
+    pub callable: bool,
+    pub input_pat: Pat,
+    /// The input type; `()` for a missing or borrowed input (reported).
+    pub input_ty: Type,
+    pub cx_pat: Pat,
+    pub args: AgentArgs,
+    /// `#[agent(..)]` attributes after the first.
+    pub extra_attrs: Vec<syn::Attribute>,
+    pub pre: Vec<Condition>,
+    pub post: Vec<Condition>,
+    /// Errors found while reading its attributes (arguments, conditions).
+    pub malformed: Vec<syn::Error>,
+    /// An agent declared before under the same variant name.
+    pub clash: Option<Ident>,
+}
+
+impl Agent {
+    /// The pre-conditions the generated code tests (the plain ones).
+    pub fn plain_pre(&self) -> Vec<&ConditionArgs> {
+        self.pre
+            .iter()
+            .filter(|c| c.is_plain())
+            .map(|c| &c.args)
+            .collect()
+    }
+
+    /// The post-conditions the generated code tests (the plain ones).
+    pub fn plain_post(&self) -> Vec<&ConditionArgs> {
+        self.post
+            .iter()
+            .filter(|c| c.is_plain())
+            .map(|c| &c.args)
+            .collect()
+    }
+}
+
+pub fn agent_from_fn(f: &mut ItemFn) -> Agent {
+    let mut args = AgentArgs::default();
+    let mut extra_attrs = Vec::new();
+    let mut pre = Vec::new();
+    let mut post = Vec::new();
+    let malformed = collect(|cx| {
+        for (i, a) in take_attrs(&mut f.attrs, "agent").into_iter().enumerate() {
+            if i > 0 {
+                extra_attrs.push(a);
+                continue;
+            }
+            if let syn::Meta::List(list) = &a.meta {
+                args = AgentArgs::parse_all(cx, list.tokens.clone());
+            }
+        }
+        let mut conditions = |name: &str| -> Vec<Condition> {
+            take_attrs(&mut f.attrs, name)
+                .into_iter()
+                .filter_map(|a| match a.parse_args::<ConditionArgs>() {
+                    Ok(c) => Some(Condition::new(c)),
+                    Err(e) => {
+                        cx.syn_error(e);
+                        None
+                    }
+                })
+                .collect()
+        };
+        pre = conditions("pre");
+        post = conditions("post");
+    });
+    let sig = &f.sig;
+    let inputs: Vec<_> = sig.inputs.iter().collect();
+    let input = inputs.first().and_then(|a| typed_arg(a));
+    let context = inputs.get(1).and_then(|a| typed_arg(a));
+    // A borrowed input (reported) is replaced by `()`: the agent is not
+    // called, so no lifetime error follows.
+    let input = input.filter(|(_, ty)| !borrows(ty));
+    // A malformed agent stays in the model, so that the graph and the
+    // generated names exist and no other error follows from this one.
+    Agent {
+        name: sig.ident.clone(),
+        variant: quote::format_ident!("{}", camel(&sig.ident)),
+        sig: sig.clone(),
+        is_async: sig.asyncness.is_some(),
+        callable: input.is_some()
+            && context.is_some()
+            && inputs.len() == 2
+            && sig.generics.params.is_empty(),
+        input_pat: input.map_or_else(|| syn::parse_quote!(_input), |(p, _)| p.clone()),
+        input_ty: input.map_or_else(|| syn::parse_quote!(()), |(_, t)| t.clone()),
+        cx_pat: context.map_or_else(|| syn::parse_quote!(_cx), |(p, _)| p.clone()),
+        args,
+        extra_attrs,
+        pre,
+        post,
+        malformed,
+        clash: None,
+    }
+}
