@@ -52,12 +52,6 @@ pub mod manifest;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod model;
-#[cfg(feature = "otel")]
-pub mod otel;
-/// Rego policies (with regorus) that every transition must pass: `Policy`,
-/// its decision and its errors (feature `policy`).
-#[cfg(feature = "policy")]
-pub mod policy;
 pub mod record;
 pub mod replay;
 pub mod runtime;
@@ -229,7 +223,4 @@ pub mod book {
     pub struct Enforcement;
     #[doc = include_str!("../../book/src/models.md")]
     pub struct Models;
-    #[cfg(feature = "otel")]
-    #[doc = include_str!("../../book/src/observability.md")]
-    pub struct Observability;
 }
