@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_rego::Policy;
 use workflow_core::{Decision, Escalation, RejectReason, RunError};
+use workflow_rego::Policy;
 
 const MUTATION_LIMITS: &str =
     include_str!("../../workflow-rego/tests/policies/mutation_limits.rego");

@@ -201,8 +201,5 @@ pub fn link_trace_ids(read: TraceIds) {
 /// [`link_trace_ids`] reader or outside a traced span.
 #[cfg(feature = "tracing")]
 pub(crate) fn trace_ids() -> (String, String) {
-    TRACE_IDS
-        .get()
-        .and_then(|read| read())
-        .unwrap_or_default()
+    TRACE_IDS.get().and_then(|read| read()).unwrap_or_default()
 }
