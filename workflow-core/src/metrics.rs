@@ -174,9 +174,10 @@ pub fn scope() -> opentelemetry::InstrumentationScope {
         .build()
 }
 
-/// Reads the OpenTelemetry trace and span ids of the current `tracing`
-/// span, as lowercase hex (32 and 16 digits), `None` when it is not traced;
-/// see [`link_trace_ids`].
+/// Plumbing for `workflow-otel`: reads the OpenTelemetry trace and span
+/// ids of the current `tracing` span, as lowercase hex (32 and 16 digits),
+/// `None` when it is not traced; see `link_trace_ids`.
+#[doc(hidden)]
 pub type TraceIds = fn() -> Option<(String, String)>;
 
 static TRACE_IDS: OnceLock<TraceIds> = OnceLock::new();
