@@ -1,15 +1,15 @@
-//! The main workflow under real Rego policies (feature `policy`): a deny is
+//! The main workflow under real Rego policies (`workflow-rego`): a deny is
 //! a rejection carrying the policy's messages, routed as the receiver
 //! declares (terraform escalates), and nothing is applied.
 
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_core::policy::Policy;
 use workflow_core::{Decision, Escalation, RejectReason, RunError};
+use workflow_rego::Policy;
 
 const MUTATION_LIMITS: &str =
-    include_str!("../../workflow-core/tests/policies/mutation_limits.rego");
+    include_str!("../../workflow-rego/tests/policies/mutation_limits.rego");
 
 fn gate() -> Arc<Policy> {
     Arc::new(Policy::from_rego("mutation_limits.rego", MUTATION_LIMITS).expect("compiles"))

@@ -58,6 +58,9 @@ fn each_run_of_the_main_example_is_one_trace_and_its_records_name_it() {
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(spans.clone())
         .build();
+    // A layer of our own (the in-memory exporter), so the records are
+    // linked to their trace explicitly.
+    workflow_otel::link_ledger_records();
     let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
     let subscriber = tracing_subscriber::registry().with(layer);
     let (stopped, done) = tracing::subscriber::with_default(subscriber, || {

@@ -39,24 +39,33 @@
 
 #![warn(missing_docs)]
 
-// The layers, bottom up: each imports only the layers listed before it
-// (`.ci/layers.sh` checks it), except the one import kept on purpose: the
+// The layers, bottom up: each imports only the layers declared before it
+// (`tests/layers.rs` checks it), except the one import kept on purpose: the
 // traits in `spec::workflow` name `run`'s `Runtime` and `Context`.
-mod drive;
-mod encode;
-mod export;
-pub mod ledger;
-pub mod llm;
-mod observe;
-mod run;
+
+// What crosses a seam: contract parts, graph, receipts, records, traits.
 mod spec;
 
-#[cfg(feature = "otel")]
-pub mod otel;
-/// Rego policies (with regorus) that every transition must pass: `Policy`,
-/// its decision and its errors (feature `policy`).
-#[cfg(feature = "policy")]
-pub mod policy;
+// The canonical encoding of records.
+mod encode;
+
+// Where records are committed, chained and verified.
+pub mod ledger;
+
+// Models: the trait, requests, scripted and recorded models.
+pub mod llm;
+
+// What a workflow publishes: schemas, manifest, MCP definitions.
+mod export;
+
+// Spans and metrics.
+mod observe;
+
+// One run as it happens: the runtime, the receipt, the context.
+mod run;
+
+// Whole runs: the executor, sessions, suspensions, replay.
+mod drive;
 
 // The public API: one path per item. The core vocabulary is here at the
 // root; the ledger, the models, tool calls, schemas and metrics have a
@@ -271,7 +280,4 @@ pub mod book {
     pub struct Enforcement;
     #[doc = include_str!("../../book/src/models.md")]
     pub struct Models;
-    #[cfg(feature = "otel")]
-    #[doc = include_str!("../../book/src/observability.md")]
-    pub struct Observability;
 }

@@ -3,8 +3,8 @@
 //!
 //! The runtime records through the `opentelemetry` API, into instruments
 //! made from the global meter provider: until an SDK provider is installed,
-//! by your program or by `otel::install` (feature `otel`), every record is a
-//! no-op. What is recorded:
+//! by your program or by `workflow_otel::install` (crate `workflow-otel`),
+//! every record is a no-op. What is recorded:
 //!
 //! | instrument | kind, unit | when | attributes |
 //! |---|---|---|---|
@@ -17,7 +17,7 @@
 //! ([`DURATION_BOUNDARIES`], [`TOKEN_BOUNDARIES`]) as advice, which the
 //! OpenTelemetry SDK applies unless a view overrides it.
 
-use std::sync::RwLock;
+use std::sync::{OnceLock, RwLock};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
@@ -101,7 +101,7 @@ pub fn record_token_usage(usage: &TokenUsage<'_>) {
 /// Instruments are made on first use from the provider global at that
 /// moment (the API's no-op provider if none was installed yet); call this
 /// after `opentelemetry::global::set_meter_provider` if runs were recorded
-/// before. `otel::install` and `otel::pipeline` call it.
+/// before. `workflow_otel::install` and `workflow_otel::pipeline` call it.
 pub fn use_global_meter_provider() {
     if let Ok(mut instruments) = INSTRUMENTS.write() {
         *instruments = None;
@@ -164,9 +164,43 @@ pub(crate) fn with_instruments(record: impl FnOnce(&Instruments)) {
     }
 }
 
-/// The instrumentation scope of the runtime's instruments and spans.
-pub(crate) fn scope() -> opentelemetry::InstrumentationScope {
+/// The instrumentation scope the runtime's instruments are made under:
+/// [`SCOPE`], with this crate's version. Make the tracer of an
+/// OpenTelemetry layer with it (`tracer_with_scope(scope())`, as
+/// `workflow-otel` does) so that spans and metrics carry the same scope.
+pub fn scope() -> opentelemetry::InstrumentationScope {
     opentelemetry::InstrumentationScope::builder(SCOPE)
         .with_version(env!("CARGO_PKG_VERSION"))
         .build()
+}
+
+/// Plumbing for `workflow-otel`: reads the OpenTelemetry trace and span
+/// ids of the current `tracing` span, as lowercase hex (32 and 16 digits),
+/// `None` when it is not traced; see `link_trace_ids`.
+#[doc(hidden)]
+pub type TraceIds = fn() -> Option<(String, String)>;
+
+static TRACE_IDS: OnceLock<TraceIds> = OnceLock::new();
+
+/// Plumbing for `workflow-otel`: makes ledger records carry the trace and
+/// span they were written in (`LedgerRecord::trace_id` and `span_id`).
+///
+/// The runtime spans are `tracing` spans; only the layer that turns them
+/// into OpenTelemetry spans (`tracing-opentelemetry`) knows their ids, and
+/// this crate does not depend on it: `read` does. The first `read` set
+/// stays (one layer crate per program); it is called once per record
+/// written, with feature `tracing` on. Call
+/// `workflow_otel::link_ledger_records` rather than this.
+#[doc(hidden)]
+pub fn link_trace_ids(read: TraceIds) {
+    // Set already: by the same crate (a second `install`), or by another
+    // one, whose ids are as good.
+    let _ = TRACE_IDS.set(read);
+}
+
+/// The trace and span ids of the current span, empty without a
+/// [`link_trace_ids`] reader or outside a traced span.
+#[cfg(feature = "tracing")]
+pub(crate) fn trace_ids() -> (String, String) {
+    TRACE_IDS.get().and_then(|read| read()).unwrap_or_default()
 }

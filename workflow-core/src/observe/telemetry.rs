@@ -64,24 +64,16 @@ mod bare {
 pub(crate) use bare::*;
 
 /// The trace and span ids (hex) of the current span, for a ledger record:
-/// empty unless the span is traced with OpenTelemetry.
-#[cfg(feature = "otel")]
+/// empty unless the span is traced with OpenTelemetry and the layer's crate
+/// gave the reader ([`crate::metrics::link_trace_ids`]).
+#[cfg(all(feature = "tracing", feature = "metrics"))]
 pub(crate) fn trace_ids() -> (String, String) {
-    use opentelemetry::trace::TraceContextExt;
-    use tracing_opentelemetry::OpenTelemetrySpanExt;
-    let cx = tracing::Span::current().context();
-    let span = cx.span();
-    let ids = span.span_context();
-    if ids.is_valid() {
-        (ids.trace_id().to_string(), ids.span_id().to_string())
-    } else {
-        (String::new(), String::new())
-    }
+    crate::observe::metrics::trace_ids()
 }
 
-/// The trace and span ids of the current span: without the `otel` feature,
-/// none.
-#[cfg(not(feature = "otel"))]
+/// The trace and span ids of the current span: without the `tracing` and
+/// `metrics` features, none.
+#[cfg(not(all(feature = "tracing", feature = "metrics")))]
 #[inline(always)]
 pub(crate) fn trace_ids() -> (String, String) {
     (String::new(), String::new())

@@ -1,17 +1,22 @@
-//! One call to export traces and metrics over OTLP/HTTP (feature `otel`).
+//! One call to export the traces and metrics of workflow-core runs over
+//! OTLP/HTTP.
 //!
 //! [`install`] builds an OTLP/HTTP (protobuf) exporter for spans and one
 //! for metrics, their SDK providers, makes the meter provider global (the
-//! runtime's [`metrics`](crate::metrics) record into it) and installs a
+//! runtime's [`metrics`](workflow_core::metrics) record into it) and installs a
 //! `tracing` subscriber whose `tracing-opentelemetry` layer turns the
 //! runtime's spans into OpenTelemetry spans. The [`OtelGuard`] it returns
 //! flushes and shuts both providers down when dropped: keep it alive for as
-//! long as the program runs.
+//! long as the program runs. Ledger records written inside a traced run
+//! carry its trace and span ids ([`link_ledger_records`]).
+//!
+//! This crate turns on workflow-core's `tracing` and `metrics` features:
+//! the runtime's spans and instruments are what it exports.
 //!
 //! ```no_run
-//! use workflow_core::otel::{self, OtelConfig};
+//! use workflow_otel::OtelConfig;
 //!
-//! let _telemetry = otel::install(OtelConfig {
+//! let _telemetry = workflow_otel::install(OtelConfig {
 //!     endpoint: "http://localhost:4318".into(),
 //!     service_name: "deploy-bot".into(),
 //! })
@@ -23,6 +28,8 @@
 //! client (`ureq`, plain HTTP: a collector beside the program); TLS is the
 //! collector's business, or enable `ureq`'s `rustls` feature in your
 //! program to reach an `https://` endpoint.
+
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
@@ -64,7 +71,7 @@ pub enum OtelError {
     /// A global `tracing` subscriber was already set: use [`pipeline`] and
     /// add [`OtelGuard::layer`] to yours.
     #[error(
-        "a global tracing subscriber is already set ({0}); use `otel::pipeline` and add `OtelGuard::layer` to it"
+        "a global tracing subscriber is already set ({0}); use `workflow_otel::pipeline` and add `OtelGuard::layer` to it"
     )]
     Subscriber(String),
     /// Flushing or shutting down a provider failed (the collector did not
@@ -94,14 +101,16 @@ impl std::fmt::Debug for OtelGuard {
 
 impl OtelGuard {
     /// The `tracing-opentelemetry` layer exporting through this guard's
-    /// tracer, to add to a subscriber of your own.
+    /// tracer, to add to a subscriber of your own (it also calls
+    /// [`link_ledger_records`]).
     pub fn layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     {
+        link_ledger_records();
         tracing_opentelemetry::layer().with_tracer(
             self.tracer_provider
-                .tracer_with_scope(crate::metrics::scope()),
+                .tracer_with_scope(workflow_core::metrics::scope()),
         )
     }
 
@@ -170,7 +179,32 @@ pub fn pipeline(config: &OtelConfig) -> Result<OtelGuard, OtelError> {
 fn make_global(guard: &OtelGuard) {
     opentelemetry::global::set_tracer_provider(guard.tracer_provider.clone());
     opentelemetry::global::set_meter_provider(guard.meter_provider.clone());
-    crate::metrics::use_global_meter_provider();
+    workflow_core::metrics::use_global_meter_provider();
+    link_ledger_records();
+}
+
+/// Makes the ledger records written inside a traced run carry the trace and
+/// span they were written in (`LedgerRecord::trace_id` and `span_id`), read
+/// from the `tracing-opentelemetry` layer.
+///
+/// [`install`], [`pipeline`] and [`OtelGuard::layer`] call it; call it
+/// yourself when you install a `tracing-opentelemetry` layer of your own
+/// (with the SDK's in-memory exporter in a test, say). Calling it again
+/// does nothing.
+pub fn link_ledger_records() {
+    workflow_core::metrics::link_trace_ids(current_trace_ids);
+}
+
+/// The OpenTelemetry trace and span ids of the current `tracing` span, if
+/// a `tracing-opentelemetry` layer traces it.
+fn current_trace_ids() -> Option<(String, String)> {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let ids = span.span_context();
+    ids.is_valid()
+        .then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
 }
 
 fn providers(config: &OtelConfig) -> Result<OtelGuard, OtelError> {
@@ -258,6 +292,14 @@ impl opentelemetry_http::HttpClient for Blocking {
             opentelemetry_http::Bytes::from(bytes),
         ))
     }
+}
+
+/// The book's chapter on observability, its code blocks compiled and run
+/// as doctests.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../../book/src/observability.md")]
+    pub struct Observability;
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! End to end: `otel::install` exports a real run over OTLP/HTTP to a
+//! End to end: `workflow_otel::install` exports a real run over OTLP/HTTP to a
 //! receiver started here on 127.0.0.1; what arrives is decoded with the
 //! OTLP protobuf definitions (`opentelemetry-proto`) and checked: one trace
 //! `invoke_workflow` -> `invoke_agent` -> `execute_tool`, the service name,
@@ -6,6 +6,8 @@
 //!
 //! One test in this file: `install` sets the process's global subscriber.
 
+// The traced flow is shared with workflow-core's own telemetry test.
+#[path = "../../workflow-core/tests/traced/mod.rs"]
 mod traced;
 
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use opentelemetry_proto::tonic::metrics::v1::metric;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use workflow_core::metrics;
-use workflow_core::otel::{self, OtelConfig};
+use workflow_otel::OtelConfig;
 
 /// One request the receiver answered.
 struct Received {
@@ -130,7 +132,7 @@ fn hex(bytes: &[u8]) -> String {
 #[test]
 fn an_exported_run_arrives_as_one_trace_with_its_metrics() {
     let (addr, received) = receiver();
-    let guard = otel::install(OtelConfig {
+    let guard = workflow_otel::install(OtelConfig {
         endpoint: format!("http://{addr}"),
         service_name: "otel-e2e".into(),
     })

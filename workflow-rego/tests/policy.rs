@@ -1,10 +1,9 @@
-//! With the `policy` feature, Rego policies (files under `tests/policies/`)
+//! Rego policies (files under `tests/policies/`)
 //! decide on the documented transition input: an empty `deny` allows, each
 //! message denies, and a broken policy is an error, never an allow.
-#![cfg(feature = "policy")]
 
 use serde_json::{Value, json};
-use workflow_core::policy::{Policy, PolicyDecision, PolicyError, PolicyStage};
+use workflow_rego::{Policy, PolicyDecision, PolicyError, PolicyStage};
 
 const ENVIRONMENT_PINNING: &str = include_str!("policies/environment_pinning.rego");
 const MUTATION_LIMITS: &str = include_str!("policies/mutation_limits.rego");
@@ -382,4 +381,34 @@ fn one_policy_evaluates_on_many_threads() {
             ]
         );
     });
+}
+
+#[test]
+fn as_a_gate_a_policy_allows_denies_with_its_messages_and_fails_closed() {
+    use workflow_core::Gate;
+
+    let policy = policy(
+        "count.rego",
+        "package workflow\n\ndeny contains \"too many routes\" if { count(input.payload.routes) > 3 }\n",
+    );
+    assert_eq!(policy.name(), "policy count.rego");
+    assert_eq!(
+        policy.check(&transition(json!({ "routes": ["a"] }), root())),
+        Ok(())
+    );
+    assert_eq!(
+        policy.check(&transition(
+            json!({ "routes": ["a", "b", "c", "d"] }),
+            root()
+        )),
+        Err(vec!["too many routes".to_owned()])
+    );
+    let messages = policy
+        .check(&transition(json!({ "routes": 7 }), root()))
+        .expect_err("a policy that cannot decide denies");
+    assert_eq!(messages.len(), 1);
+    assert!(
+        messages[0].starts_with("the policy could not decide: cannot evaluate policy `count.rego`"),
+        "{messages:?}"
+    );
 }

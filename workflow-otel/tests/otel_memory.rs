@@ -4,16 +4,28 @@
 //! names and attributes, the metrics with their conventional buckets, and
 //! the ledger's records linked to the trace.
 
+// The SDK pipelines and the traced flow are shared with workflow-core's own
+// tests (its metrics and telemetry tests).
+#[allow(dead_code)]
+#[path = "../../workflow-core/tests/in_memory/mod.rs"]
 mod in_memory;
+#[path = "../../workflow-core/tests/traced/mod.rs"]
 mod traced;
 
 use std::collections::BTreeMap;
 
-use in_memory::{attr, attributes, find, sdk, span, tree};
+use in_memory::{Sdk, attr, attributes, find, span, tree};
 use opentelemetry::trace::{SpanId, SpanKind};
 use opentelemetry_sdk::trace::SpanData;
 use workflow_core::ledger::{LedgerRecord, Tampering};
 use workflow_core::metrics;
+
+/// The SDK pipelines, with the ledger records linked to their trace (what
+/// `workflow_otel::install` does for a program).
+fn sdk() -> &'static Sdk {
+    workflow_otel::link_ledger_records();
+    in_memory::sdk()
+}
 
 #[test]
 fn a_run_is_one_trace_with_the_conventional_names_and_attributes() {

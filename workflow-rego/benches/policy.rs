@@ -3,13 +3,13 @@
 //! together (allowed and denied transitions), one of them alone, and a rule
 //! that never holds (the cost of any evaluation).
 //!
-//! Run: `cargo bench -p workflow-core --features policy --bench policy`
+//! Run: `cargo bench -p workflow-rego --bench policy`
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use workflow_core::policy::{Policy, PolicyDecision};
+use workflow_rego::{Policy, PolicyDecision};
 
 const ENVIRONMENT_PINNING: &str = include_str!("../tests/policies/environment_pinning.rego");
 const MUTATION_LIMITS: &str = include_str!("../tests/policies/mutation_limits.rego");

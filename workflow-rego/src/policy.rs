@@ -1,60 +1,4 @@
-//! A Rego policy gate: rules, written by the people who own the risk, that
-//! every transition of a run must pass (feature `policy`).
-//!
-//! A [`Policy`] is one or more Rego modules plus optional JSON data. The
-//! first module is `package workflow` and declares the rule `deny`, a set of
-//! messages; [`Policy::evaluate`] computes `data.workflow.deny` for one
-//! transition. An empty set allows the transition; each message in a
-//! non-empty set is one reason to reject it.
-//!
-//! ```rego
-//! package workflow
-//!
-//! deny contains msg if {
-//!     input.payload.target_env != input.root.allowed_env
-//!     msg := sprintf("target_env %v is not the pinned %v", [input.payload.target_env, input.root.allowed_env])
-//! }
-//! ```
-//!
-//! # The input
-//!
-//! The executor passes one JSON document per transition; this shape is the
-//! contract with policy authors:
-//!
-//! ```text
-//! {
-//!   "workflow": "deploy",              // the workflow's name
-//!   "run_id": 123,                     // the run
-//!   "hop": 2,                          // agent turns completed before it
-//!   "sender": "network",               // the agent handing off (`START`)
-//!   "receiver": "terraform",           // the agent it hands off to (`END`)
-//!   "payload_type": "TerraformPlan",   // the payload's Rust type name
-//!   "contract": {                      // the handoff's contract parts (null
-//!                                      // for a payload that is no handoff)
-//!     "operation": {...}, "authority": {...}, "evidence": [...],
-//!     "uncertainty": [...], "stop": {...}
-//!   },
-//!   "payload": {...},                  // the whole payload as JSON
-//!   "root": {...}                      // the run's pinned root invariants as JSON
-//! }
-//! ```
-//!
-//! Data added with [`Policy::add_data`] is `data.*` (for example
-//! `data.forbidden_jurisdictions`).
-//!
-//! # Failing closed
-//!
-//! A policy never allows by accident: a module that does not compile, a
-//! first module outside `package workflow` or without a `deny` rule, a
-//! `deny` that is not a set of strings, and an error while evaluating (a
-//! builtin called with the wrong types, say) are all a [`PolicyError`], which
-//! the executor turns into a rejection. Only a `deny` that is empty, or
-//! undefined because no rule body held, allows.
-//!
-//! [`Policy`]: crate::policy::Policy
-//! [`Policy::evaluate`]: crate::policy::Policy::evaluate
-//! [`Policy::add_data`]: crate::policy::Policy::add_data
-//! [`PolicyError`]: crate::policy::PolicyError
+//! The policy, its decision and its errors.
 
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
@@ -228,7 +172,7 @@ impl Policy {
 /// on every transfer. A deny is a rejection carrying the policy's messages
 /// (`RejectReason::Denied`); an evaluation error is a rejection too (the
 /// policy fails closed), its message saying what went wrong.
-impl crate::Gate for Policy {
+impl workflow_core::Gate for Policy {
     fn name(&self) -> std::borrow::Cow<'static, str> {
         format!("policy {}", self.modules().join(", ")).into()
     }
