@@ -605,6 +605,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// forbidden fields, invariants, the gate, pre-conditions. On acceptance
     /// the turn is counted and the agent's context returned; on rejection
     /// the record says why and the rejection is routed as `A` declares.
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn receive<A: Agent<W>>(
         &mut self,
         input: &A::Input,
@@ -968,6 +969,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// fallback, a spent budget, a passed deadline or a broken
     /// post-condition stops the run (or suspends it); otherwise its output
     /// is routed (recording the next transfer).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn deliver<A: Agent<W>>(
         &mut self,
         result: Result<A::Next, Reject>,
@@ -979,6 +981,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// [`deliver`](Self::deliver) without the body's context: the context
     /// for the post-conditions is built only when the agent has some
     /// (generated turns use this; the body keeps its own context).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn deliver_turn<A: Agent<W>>(
         &mut self,
         result: Result<A::Next, Reject>,
@@ -1068,6 +1071,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// How long agent `A`'s body may run: its timeout, or what is left of
     /// the run's deadline, whichever is shorter (`None`: no limit).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn turn_limit<A: Agent<W>>(&self) -> Option<std::time::Duration> {
         let left = self
             .limits
@@ -1082,6 +1086,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Agent `A`'s body, run inside its `invoke_agent` span when the
     /// `tracing` feature is on, timed when `metrics` is (as it is, the body
     /// itself).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn instrument_agent<A: Agent<W>, F: Future<Output = Result<A::Next, Reject>>>(
         &self,
         body: F,
@@ -1099,6 +1104,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The `invoke_agent` span of agent `A`'s turn (OpenTelemetry GenAI
     /// conventions).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     #[cfg(feature = "tracing")]
     pub fn agent_span<A: Agent<W>>(&self) -> tracing::Span {
         let name = agent_name::<W>(A::INDEX);
@@ -1155,6 +1161,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The error for agent `A` running past its [`turn_limit`](Self::turn_limit):
     /// its timeout, or the run's deadline.
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn timed_out<A: Agent<W>>(&mut self) -> RunError {
         let agent = agent_name::<W>(A::INDEX);
         let (turn, _) = self.end_turn::<A>();

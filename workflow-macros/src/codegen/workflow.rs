@@ -92,6 +92,11 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
             #[doc = #max_doc]
             pub const MAX_HOPS: u32 = #max_hops;
 
+            /// The workflow's static graph: its agents, edges, tools and
+            /// bounds (what the manifest publishes).
+            pub const GRAPH: &'static ::workflow_core::__private::Graph =
+                <Spec as ::workflow_core::__private::Workflow>::GRAPH;
+
             #aliases
             #authority
             #tools

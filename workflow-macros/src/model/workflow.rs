@@ -78,11 +78,12 @@ pub struct Workflow {
 
 /// Names the macro generates in the module; a user item (or an agent) with
 /// one of them would clash.
-pub const GENERATED_NAMES: [&str; 6] = [
+pub const GENERATED_NAMES: [&str; 7] = [
     "Spec",
     "State",
     "Workflow",
     "MAX_HOPS",
+    "GRAPH",
     "authority",
     "tools",
 ];
