@@ -85,9 +85,9 @@ pub use spec::{
     ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
     FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
     OpenQuestions, Operation, Owns, Payload, Receipt, RecordError, RecordedPayload, Reject,
-    RejectReason, Route, RunError, SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then,
-    TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView,
-    Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
+    RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions,
+    StopWhen, Then, TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo, TransferRecord,
+    TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,

@@ -2,12 +2,12 @@
 //! and applies a person's decisions, the step-wise `Session`, suspensions,
 //! what a run ends with (`Completed`, `Aborted`) and its summary.
 
-pub mod escalation;
-pub mod executor;
-pub mod outcome;
-pub mod replay;
-pub mod session;
-pub mod summary;
+mod escalation;
+mod executor;
+mod outcome;
+mod replay;
+mod session;
+mod summary;
 
 pub use escalation::*;
 pub use executor::*;

@@ -177,7 +177,7 @@ impl Manifest {
 
 /// A Mermaid flowchart of `graph`: one node per agent, one arrow per edge,
 /// labelled with the payload type and the loop bound.
-pub fn mermaid(graph: &Graph) -> String {
+pub(crate) fn mermaid(graph: &Graph) -> String {
     // Node ids are prefixed: Mermaid reserves words such as `end`.
     let id = |n: Node| match n {
         Node::Start => "start__".to_owned(),

@@ -4,10 +4,10 @@
 //! against the published schemas. Reads the `spec` layer (and the ledger's
 //! and models' record types, to publish their schemas); holds no run state.
 
-pub mod manifest;
-pub mod mcp;
-pub mod schema;
-pub mod validate;
+mod manifest;
+mod mcp;
+mod schema;
+pub(crate) mod validate;
 
 pub use manifest::*;
 pub use mcp::*;

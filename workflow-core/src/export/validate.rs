@@ -5,7 +5,7 @@ use crate::spec::Workflow;
 
 /// Validates `payload` against the input schema of agent `agent` of `W`:
 /// every error the validator finds, or `Ok`.
-pub fn agent_input<W: Workflow>(
+pub(crate) fn agent_input<W: Workflow>(
     agent: u16,
     payload: &serde_json::Value,
 ) -> Result<(), Vec<String>> {
@@ -24,7 +24,10 @@ pub fn agent_input<W: Workflow>(
 }
 
 /// Validates `payload` against `schema` (draft 2020-12).
-pub fn against(schema: &serde_json::Value, payload: &serde_json::Value) -> Result<(), Vec<String>> {
+pub(crate) fn against(
+    schema: &serde_json::Value,
+    payload: &serde_json::Value,
+) -> Result<(), Vec<String>> {
     let validator =
         jsonschema::validator_for(schema).map_err(|e| vec![format!("invalid schema: {e}")])?;
     let errors: Vec<String> = validator

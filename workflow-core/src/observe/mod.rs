@@ -4,5 +4,5 @@
 //! without the features every call site is an empty inline function.
 
 #[cfg(feature = "metrics")]
-pub mod metrics;
+pub(crate) mod metrics;
 pub(crate) mod telemetry;

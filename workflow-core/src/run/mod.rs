@@ -3,12 +3,12 @@
 //! its turn (`Context`), its tool calls and model generations, and the
 //! run's `Transcript`.
 
-pub mod context;
-pub mod generate;
+mod context;
+mod generate;
 pub(crate) mod receipt;
-pub mod runtime;
-pub mod tool_call;
-pub mod transcript;
+mod runtime;
+mod tool_call;
+mod transcript;
 
 pub use context::*;
 pub use generate::*;

@@ -8,16 +8,16 @@
 //! `Context` in their method signatures, because a generated turn drives the
 //! runtime. Start reading here.
 
-pub mod budget;
-pub mod contract;
-pub mod error;
-pub mod graph;
-pub mod invariant;
-pub mod model_call;
-pub mod record;
-pub mod schema_set;
-pub mod tool;
-pub mod workflow;
+mod budget;
+mod contract;
+mod error;
+mod graph;
+mod invariant;
+mod model_call;
+mod record;
+mod schema_set;
+mod tool;
+mod workflow;
 
 pub use budget::*;
 pub use contract::*;
