@@ -73,7 +73,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Expiry::AtHop(hop) => moment.hop > hop,
             Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
         };
-        expired.then(|| RejectReason::ScopeExpired {
+        expired.then_some(RejectReason::ScopeExpired {
             authority: Cow::Borrowed(contract.authority),
         })
     }
@@ -244,7 +244,7 @@ fn check_scope_owned<W: Workflow, A: Agent<W>>(
         .is_some_and(|a| a.owns.contains(&contract.authority));
     // A missing `#[authority]` part is a compile error already.
     let unknown = contract.authority == <UnknownAuthority as Authority>::NAME;
-    (!owns && !unknown).then(|| RejectReason::ScopeNotOwned {
+    (!owns && !unknown).then_some(RejectReason::ScopeNotOwned {
         authority: Cow::Borrowed(contract.authority),
     })
 }
@@ -252,7 +252,7 @@ fn check_scope_owned<W: Workflow, A: Agent<W>>(
 /// The payload is larger in bytes (as JSON) than its handoff allows.
 fn check_size_in_bytes(text: &str, max: Option<u64>) -> Option<RejectReason> {
     let max = max?;
-    (text.len() as u64 > max).then(|| RejectReason::TooLarge {
+    (text.len() as u64 > max).then_some(RejectReason::TooLarge {
         unit: Cow::Borrowed("bytes"),
         size: text.len() as u64,
         max,
