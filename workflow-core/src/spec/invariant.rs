@@ -52,7 +52,7 @@ pub trait Invariants: Send + Sync + 'static {
 impl Invariants for () {}
 
 /// A check the executor runs on every transfer, after the receiver's own
-/// receipt checks: a Rego policy (feature `policy`), or your own hook.
+/// receipt checks: a Rego policy (`workflow_rego::Policy`), or your own hook.
 ///
 /// `input` is the JSON document described in the book's "Enforcement at
 /// run time" chapter: `workflow`, `run_id`, `hop`, `sender`, `receiver`,
