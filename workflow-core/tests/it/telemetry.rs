@@ -68,11 +68,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-/// The flow the OpenTelemetry tests run too (planner -> doer, which calls
-/// `double`).
-mod traced;
-
-use traced::Out;
+// The flow the OpenTelemetry tests run too (planner -> doer, which calls
+// `double`).
+use crate::fixtures::traced::{self, Out};
 
 /// Runs the flow on `n` under the capturing subscriber.
 fn captured(n: u32) -> (Seen, u64) {

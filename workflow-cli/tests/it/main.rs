@@ -1,0 +1,9 @@
+//! The integration tests of the `workflow` command line, one test binary:
+//! each file a module.
+
+// `pub`, as each file's items were at the root of a binary of its own:
+// what a file declares `pub` (a workflow whose schema alone is read) is
+// not dead code.
+pub mod cli;
+pub mod replay_schema;
+pub mod trace_link;
