@@ -1,7 +1,7 @@
 //! What more than one test module uses: the flow and the SDK pipelines the
 //! OpenTelemetry tests share (kept beside `otel_memory.rs` and
-//! `otel_export.rs`, which include them too), and the assertions on
-//! rejections.
+//! `otel_export.rs`, which include them too), a thread-local subscriber
+//! that sees all of its thread's spans, and the assertions on rejections.
 
 /// The flow the telemetry tests run (planner -> doer, which calls `double`).
 #[path = "../traced/mod.rs"]
@@ -11,6 +11,10 @@ pub mod traced;
 #[allow(dead_code)] // `otel_memory.rs` uses more of it than this binary does.
 #[path = "../in_memory/mod.rs"]
 pub mod in_memory;
+
+mod subscriber;
+
+pub use subscriber::with_subscriber;
 
 use workflow_core::{Aborted, Escalation, Receipt, RejectReason, RunError, Transcript};
 
