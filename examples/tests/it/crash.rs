@@ -58,7 +58,7 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the child starts");
-        std::thread::sleep(Duration::from_micros(3_000 + rng.next() % 20_000));
+        std::thread::sleep(Duration::from_micros(3_000 + rng.next_u64() % 20_000));
         process.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
         let output = process.wait_with_output().expect("the child is reaped");
         let stderr = String::from_utf8_lossy(&output.stderr);

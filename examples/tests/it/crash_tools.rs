@@ -69,7 +69,7 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the child starts");
-        std::thread::sleep(Duration::from_micros(3_000 + rng.next() % 15_000));
+        std::thread::sleep(Duration::from_micros(3_000 + rng.next_u64() % 15_000));
         process.kill().expect("SIGKILL");
         let output = process.wait_with_output().expect("the child is reaped");
         let stderr = String::from_utf8_lossy(&output.stderr);

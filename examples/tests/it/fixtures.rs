@@ -10,7 +10,7 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     /// The next number, in `0..2^31`.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
