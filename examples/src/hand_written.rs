@@ -6,7 +6,7 @@
 //! It is the reference for what `#[workflow]` and `#[handoff]` generate: each
 //! item below says which part of the macro output it stands for. It behaves
 //! exactly like [`crate::loop_bench::counter`]: same graph, same records,
-//! same payload bytes, same schemas, same manifest (`tests/hand_written.rs`
+//! same payload bytes, same schemas, same manifest (`tests/it/hand_written.rs`
 //! checks all of that).
 //!
 //! What the macros add on top of this file is the *checking*: with a hand-

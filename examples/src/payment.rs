@@ -3,7 +3,7 @@
 //! resumed: the ledger journals the charge's outcome before the agent uses
 //! it (a resumed turn is served it), and the charge carries its call id as
 //! idempotency key (for the process that dies between the charge and its
-//! journal entry). The crash test of tool calls (`tests/crash_tools.rs`)
+//! journal entry). The crash test of tool calls (`tests/it/crash_tools.rs`)
 //! kills a process running it.
 
 use std::io::Write;

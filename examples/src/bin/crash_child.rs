@@ -1,5 +1,5 @@
 //! Runs the loop workload over and over against an SQLite ledger until it is
-//! killed: the crash test (`tests/crash.rs`) kills it at random points.
+//! killed: the crash test (`tests/it/crash.rs`) kills it at random points.
 //!
 //! Usage: `crash_child LEDGER_FILE ROUNDS`
 

@@ -1,5 +1,5 @@
 //! Runs payments over and over against an SQLite ledger until it is
-//! killed: the crash test of tool calls (`tests/crash_tools.rs`) kills it
+//! killed: the crash test of tool calls (`tests/it/crash_tools.rs`) kills it
 //! at random points.
 //!
 //! Usage: `payment_child LEDGER_FILE REQUESTS_FILE CHARGES_FILE`

@@ -12,6 +12,8 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use tracing_subscriber::layer::SubscriberExt;
 use workflow_core::ledger::SqliteLedger;
 
+use crate::fixtures::{scratch, with_subscriber};
+
 /// The spans of one trace as a text tree, children in start order.
 fn tree(spans: &[SpanData], parent: SpanId, indent: &str, out: &mut String) {
     let mut children: Vec<&SpanData> = spans
@@ -48,9 +50,7 @@ fn show(ledger: &Path, run: u64) -> String {
 
 #[test]
 fn each_run_of_the_main_example_is_one_trace_and_its_records_name_it() {
-    let dir = std::env::temp_dir().join(format!("wf-cli-{}-trace", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let dir = scratch("trace");
     let path = dir.join("runs.db");
     let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
 
@@ -63,7 +63,7 @@ fn each_run_of_the_main_example_is_one_trace_and_its_records_name_it() {
     workflow_otel::link_ledger_records();
     let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
     let subscriber = tracing_subscriber::registry().with(layer);
-    let (stopped, done) = tracing::subscriber::with_default(subscriber, || {
+    let (stopped, done) = with_subscriber(subscriber, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -137,5 +137,4 @@ invoke_workflow deploy
             "{shown}\nshould end each line with{link}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

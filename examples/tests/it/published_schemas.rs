@@ -1,6 +1,6 @@
 //! The schemas of the main example are published under `examples/schemas/`;
 //! this test fails when they drift. After an intended change, re-export with
-//! `UPDATE_SCHEMAS=1 cargo test -p examples --test published_schemas` (or
+//! `UPDATE_SCHEMAS=1 cargo test -p examples --test it published_schemas` (or
 //! `cargo run -p examples --bin workflow_deploy -- schema export
 //! examples/schemas/deploy`) and say so in the change's notes.
 

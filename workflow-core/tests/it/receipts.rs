@@ -15,7 +15,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workflow_core::prelude::*;
-use workflow_core::{Expiry, RunError, Transcript, Workflow as _};
+use workflow_core::{Expiry, RunError};
+
+use crate::fixtures::{assert_rejected, hop, rejected, rejection, route};
 
 /// How many times each agent's body ran (each body calls `tick` first).
 #[derive(Debug, Default)]
@@ -367,23 +369,6 @@ fn new_flow() -> (flow::Workflow, Arc<Counters>) {
     (flow::Workflow::new((), counters.clone()), counters)
 }
 
-/// `(from, to, receipt)` of every record.
-fn route(t: &Transcript) -> Vec<(String, String, Receipt)> {
-    t.records()
-        .expect("the records read back")
-        .into_iter()
-        .map(|r| (r.from.to_string(), r.to.to_string(), r.receipt))
-        .collect()
-}
-
-fn hop(from: &str, to: &str, receipt: Receipt) -> (String, String, Receipt) {
-    (from.to_owned(), to.to_owned(), receipt)
-}
-
-fn rejected(reason: RejectReason) -> Receipt {
-    Receipt::Rejected { reason }
-}
-
 fn json(payload: &str) -> Value {
     serde_json::from_str(payload).expect("a recorded payload is JSON")
 }
@@ -480,7 +465,7 @@ async fn a_failing_pre_condition_rejects_before_the_body_runs() {
     assert_eq!(condition.replace(' ', ""), "task.amount>=0");
     assert_eq!(message, "the amount must not be negative");
     // The condition named is the one declared in the graph.
-    let declared = flow::Spec::GRAPH.agents[1].pre[0];
+    let declared = flow::GRAPH.agents[1].pre[0];
     assert_eq!(
         (&**condition, &**message),
         (declared.expr, declared.message)
@@ -539,7 +524,7 @@ async fn a_failing_post_condition_aborts_the_run() {
         } => {
             assert_eq!(*agent, "checker");
             assert_eq!(*message, "a run ends with work done");
-            assert_eq!(*condition, flow::Spec::GRAPH.agents[2].post[0].expr);
+            assert_eq!(*condition, flow::GRAPH.agents[2].post[0].expr);
             assert!(condition.contains("matches!"), "{condition}");
         }
         other => panic!("unexpected error: {other:?}"),
@@ -606,24 +591,10 @@ async fn a_used_up_loop_bound_rejects_the_transfer() {
     assert!(wf.run(Job::rounds(2)).await.is_ok());
     let (wf, counters_3) = new_flow();
     let aborted = wf.run(Job::rounds(3)).await.expect_err("bound of 2");
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "checker",
-            to: "worker",
-            reason: RejectReason::LoopBound { bound: 2 },
-        }
-    );
+    let bound = RejectReason::LoopBound { bound: 2 };
+    assert_rejected(&aborted, "checker", "worker", bound);
     let r = route(&aborted.transcript);
     assert_eq!(r.len(), 8);
-    assert_eq!(
-        r[7],
-        hop(
-            "checker",
-            "worker",
-            rejected(RejectReason::LoopBound { bound: 2 })
-        )
-    );
     assert!(r[..7].iter().all(|(_, _, rc)| *rc == Receipt::Accepted));
     // The worker did not run a fourth time.
     assert_eq!(counters.runs(), [1, 3, 3]);
@@ -693,18 +664,7 @@ async fn an_expired_scope_rejects_the_transfer() {
     let reason = RejectReason::ScopeExpired {
         authority: "Work".into(),
     };
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "planner",
-            to: "worker",
-            reason: reason.clone(),
-        }
-    );
-    assert_eq!(
-        route(&aborted.transcript)[1],
-        hop("planner", "worker", rejected(reason))
-    );
+    assert_rejected(&aborted, "planner", "worker", reason);
     assert_eq!(counters.runs(), [1, 0, 0]);
 
     // Built with `Scope::until_hop`, and checked on the wire form too.
@@ -737,11 +697,8 @@ async fn an_expired_scope_rejects_the_transfer() {
         .await
         .expect_err("the scope expired in 1970");
     assert!(matches!(
-        aborted.error,
-        RunError::Rejected {
-            reason: RejectReason::ScopeExpired { .. },
-            ..
-        }
+        rejection(&aborted.error).2,
+        RejectReason::ScopeExpired { .. }
     ));
     assert_eq!(counters.runs(), [1, 0, 0]);
 }
@@ -760,18 +717,7 @@ async fn a_stop_condition_already_met_rejects_the_transfer() {
     let reason = RejectReason::StopConditionMet {
         condition: "hop 1 reached".into(),
     };
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "planner",
-            to: "worker",
-            reason: reason.clone(),
-        }
-    );
-    assert_eq!(
-        route(&aborted.transcript)[1],
-        hop("planner", "worker", rejected(reason))
-    );
+    assert_rejected(&aborted, "planner", "worker", reason);
     assert_eq!(counters.runs(), [1, 0, 0]);
 
     // Not met yet at hop 1: accepted. A condition in words is never met by
@@ -795,11 +741,8 @@ async fn a_stop_condition_already_met_rejects_the_transfer() {
         .await
         .expect_err("the deadline passed");
     assert!(matches!(
-        aborted.error,
-        RunError::Rejected {
-            reason: RejectReason::StopConditionMet { .. },
-            ..
-        }
+        rejection(&aborted.error).2,
+        RejectReason::StopConditionMet { .. }
     ));
     assert_eq!(counters.runs(), [1, 0, 0]);
 }
@@ -940,11 +883,8 @@ async fn a_session_stops_at_a_rejection() {
     assert_eq!(session.step().await, Ok(Step::Continue { next: "worker" }));
     let err = session.step().await.expect_err("the worker rejects");
     assert!(matches!(
-        err,
-        RunError::Rejected {
-            reason: RejectReason::PreCondition { .. },
-            ..
-        }
+        rejection(&err).2,
+        RejectReason::PreCondition { .. }
     ));
     assert_eq!(session.next_agent(), None);
     assert_eq!(session.hops(), 1);
@@ -961,8 +901,8 @@ async fn max_hops_is_the_bound_of_the_loops() {
     // B, the sum of the loop bounds.
     assert_eq!(flow::MAX_HOPS, 3 * (2 + 1));
     assert_eq!(pingpong::MAX_HOPS, 2 * (4 + 1));
-    assert_eq!(flow::Spec::GRAPH.max_hops, flow::MAX_HOPS);
-    assert_eq!(pingpong::Spec::GRAPH.max_hops, pingpong::MAX_HOPS);
+    assert_eq!(flow::GRAPH.max_hops, flow::MAX_HOPS);
+    assert_eq!(pingpong::GRAPH.max_hops, pingpong::MAX_HOPS);
     assert_eq!(
         flow::Workflow::new((), Arc::default()).max_hops(),
         flow::MAX_HOPS
@@ -975,14 +915,8 @@ async fn max_hops_is_the_bound_of_the_loops() {
         .run(pingpong::serve(0, u32::MAX))
         .await
         .expect_err("never satisfied");
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "pong",
-            to: "ping",
-            reason: RejectReason::LoopBound { bound: 4 },
-        }
-    );
+    let bound = RejectReason::LoopBound { bound: 4 };
+    assert_rejected(&aborted, "pong", "ping", bound);
     let last = aborted.transcript.records().unwrap().pop().unwrap();
     assert_eq!(last.hop, pingpong::MAX_HOPS);
     // A run that needs every allowed turn ends within the bound.
@@ -996,14 +930,8 @@ async fn max_hops_is_the_bound_of_the_loops() {
         .run(7)
         .await
         .expect_err("a cap of 1 turn");
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "first",
-            to: "second",
-            reason: RejectReason::HopCap { max_hops: 1 },
-        }
-    );
+    let cap = RejectReason::HopCap { max_hops: 1 };
+    assert_rejected(&aborted, "first", "second", cap);
 }
 
 /// A delegation that expires on the wall clock while its receiver works.

@@ -192,9 +192,8 @@ fn stepping_visits_the_same_agents() {
 
 #[test]
 fn the_published_shape_is_the_same() {
-    use workflow_core::Workflow as _;
     assert_eq!(by_hand::MAX_HOPS, by_macro::MAX_HOPS);
-    assert_eq!(by_hand::MAX_HOPS, by_hand::Spec::GRAPH.max_hops);
+    assert_eq!(by_hand::MAX_HOPS, by_hand::GRAPH.max_hops);
     assert_eq!(hand_written::MAX_ROUNDS, loop_bench::MAX_ROUNDS);
     assert_eq!(
         by_hand::Workflow::manifest(),
@@ -215,7 +214,7 @@ fn the_published_shape_is_the_same() {
     }
     assert_eq!(hs, ms);
 
-    let (h, m) = (by_hand::Spec::GRAPH, by_macro::Spec::GRAPH);
+    let (h, m) = (&by_hand::GRAPH, by_macro::GRAPH);
     assert_eq!((h.name, h.input, h.output), (m.name, m.input, m.output));
     assert_eq!(h.agents.len(), m.agents.len());
     for (a, b) in h.agents.iter().zip(m.agents) {

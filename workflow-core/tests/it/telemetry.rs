@@ -68,17 +68,16 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-/// The flow the OpenTelemetry tests run too (planner -> doer, which calls
-/// `double`).
-mod traced;
-
-use traced::Out;
+// The flow the OpenTelemetry tests run too (planner -> doer, which calls
+// `double`).
+use crate::fixtures::traced::{self, Out};
+use crate::fixtures::with_subscriber;
 
 /// Runs the flow on `n` under the capturing subscriber.
 fn captured(n: u32) -> (Seen, u64) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
-    let (run_id, _) = tracing::subscriber::with_default(subscriber, || traced::run(n));
+    let (run_id, _) = with_subscriber(subscriber, || traced::run(n));
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     (seen, run_id)
 }
@@ -184,7 +183,7 @@ fn traced_model(replies: &[&str]) -> Vec<SpanSeen> {
         .fold(workflow_core::llm::ScriptedModel::named("small"), |m, r| {
             m.reply_with(workflow_core::llm::ModelReply::text(*r).with_usage(Usage::tokens(10, 2)))
         });
-    tracing::subscriber::with_default(subscriber, || {
+    with_subscriber(subscriber, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();

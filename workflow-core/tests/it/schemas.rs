@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use workflow_core::prelude::*;
-use workflow_core::{Manifest, SchemaSet, TransferRecord, Workflow as _};
+use workflow_core::{Manifest, SchemaSet, TransferRecord};
 
 /// A customer's order: the workflow input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -853,7 +853,7 @@ fn the_diagram_has_an_arrow_per_edge() {
     let arrows: Vec<&str> = diagram.lines().filter(|l| l.contains("-->")).collect();
     let manifest = billing::Workflow::manifest();
     assert_eq!(arrows.len(), manifest.edges.len(), "{diagram}");
-    let graph = billing::Spec::GRAPH;
+    let graph = billing::GRAPH;
     for (edge, info) in manifest.edges.iter().zip(graph.edges) {
         let (from, to) = (edge.from.to_lowercase(), edge.to.to_lowercase());
         let found = arrows.iter().any(|line| {

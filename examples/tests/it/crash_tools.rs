@@ -14,19 +14,9 @@ use std::time::{Duration, Instant};
 use examples::payment::{Provider, order, payment};
 use workflow_core::ledger::{Ledger, LedgerRecord, SqliteLedger};
 
-const KILLS: usize = 100;
+use crate::fixtures::{Lcg, scratch};
 
-/// A small deterministic generator for the kill times (no extra crate).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
+const KILLS: usize = 100;
 
 /// The lines logged per run (the first word of each line).
 fn per_run(path: &std::path::Path) -> BTreeMap<u64, usize> {
@@ -65,9 +55,7 @@ fn shape(records: &[LedgerRecord]) -> Vec<String> {
 #[tokio::test(flavor = "current_thread")]
 async fn a_journaled_charge_is_never_made_again_after_a_kill() {
     let started = Instant::now();
-    let dir = std::env::temp_dir().join(format!("wf-crash-tools-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let dir = scratch("crash-tools");
     let path = dir.join("runs.db");
     let (requests, charges) = (dir.join("requests.log"), dir.join("charges.log"));
     let child = env!("CARGO_BIN_EXE_payment_child");
@@ -81,7 +69,7 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the child starts");
-        std::thread::sleep(Duration::from_micros(3_000 + rng.next() % 15_000));
+        std::thread::sleep(Duration::from_micros(3_000 + rng.next_u64() % 15_000));
         process.kill().expect("SIGKILL");
         let output = process.wait_with_output().expect("the child is reaped");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -167,7 +155,6 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
         served > 0,
         "no kill landed between a journaled charge and the turn's end; the test proves nothing"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "{KILLS} kills, {} runs, {} cut mid-run: {served} with a journaled charge (served, not repeated), {in_doubt} killed between a charge and its journal entry (requested again, deduplicated by call id), in {:.1}s",
         runs.len(),

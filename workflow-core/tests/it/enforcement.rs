@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use workflow_core::prelude::*;
 use workflow_core::tool::ToolOutcome;
-use workflow_core::{Escalation, Gate, RunError, Transcript};
+use workflow_core::{Escalation, Gate, RunError};
+
+use crate::fixtures::{assert_rejected, escalated, receipts, rejection};
 
 /// What the tools touched.
 #[derive(Debug, Default)]
@@ -288,21 +290,6 @@ fn shop() -> (shop::Workflow, Arc<Shelf>) {
     (shop::Workflow::new(root(), shelf.clone()), shelf)
 }
 
-fn receipts(t: &Transcript) -> Vec<Receipt> {
-    (0..t.len()).filter_map(|i| t.receipt(i)).collect()
-}
-
-/// The reason a suspended run waits for.
-fn escalated(error: &RunError) -> &RejectReason {
-    match error {
-        RunError::Suspended {
-            reason: Escalation::Rejected { reason },
-            ..
-        } => reason,
-        other => panic!("expected a suspension on a rejection, got {other}"),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------
@@ -527,12 +514,8 @@ async fn charging_past_the_token_budget_stops_the_run() {
         shop::Workflow::new(root(), shelf.clone()).with_budget(Budget::default().max_tokens(100));
     let aborted = wf.run(order("charge:100")).await.expect_err("nothing left");
     assert!(matches!(
-        &aborted.error,
-        RunError::Rejected {
-            to: "packer",
-            reason: RejectReason::BudgetExhausted { .. },
-            ..
-        }
+        rejection(&aborted.error),
+        (_, "packer", RejectReason::BudgetExhausted { .. })
     ));
     // Within it, the run completes and the usage is on the record.
     let wf =
@@ -552,12 +535,8 @@ async fn the_run_deadline_rejects_late_transfers_and_stops_long_turns() {
     let wf = shop::Workflow::new(root(), shelf.clone()).with_deadline(Duration::ZERO);
     let aborted = wf.run(order("pick")).await.expect_err("too late");
     assert!(matches!(
-        &aborted.error,
-        RunError::Rejected {
-            to: "clerk",
-            reason: RejectReason::DeadlinePassed { after_ms: 0 },
-            ..
-        }
+        rejection(&aborted.error),
+        (_, "clerk", RejectReason::DeadlinePassed { after_ms: 0 })
     ));
 
     let wf = shop::Workflow::new(root(), shelf.clone()).with_deadline(Duration::from_millis(80));
@@ -630,15 +609,8 @@ async fn a_forbidden_field_never_travels() {
         let mut o = order("pick");
         o.extra = extra.clone();
         let aborted = wf.run(o).await.expect_err("forbidden");
-        assert_eq!(
-            aborted.error,
-            RunError::Rejected {
-                from: "START",
-                to: "clerk",
-                reason: RejectReason::ForbiddenField { path: "ssn".into() },
-            },
-            "{extra}"
-        );
+        let forbidden = RejectReason::ForbiddenField { path: "ssn".into() };
+        assert_rejected(&aborted, "START", "clerk", forbidden);
         assert_eq!(shelf.picks.load(Ordering::SeqCst), 0);
     }
     // Put where the path names it by the clerk (`card.number`): rejected at
@@ -724,17 +696,11 @@ async fn a_gate_sees_every_transfer_and_its_deny_is_a_rejection() {
     let mut o = order("pick");
     o.item = "dynamite".into();
     let aborted = wf.run(o).await.expect_err("denied");
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "START",
-            to: "clerk",
-            reason: RejectReason::Denied {
-                gate: "deny-item".into(),
-                messages: vec![r#"dynamite is not sold to "acme""#.into()],
-            },
-        }
-    );
+    let denied = RejectReason::Denied {
+        gate: "deny-item".into(),
+        messages: vec![r#"dynamite is not sold to "acme""#.into()],
+    };
+    assert_rejected(&aborted, "START", "clerk", denied);
     assert_eq!(shelf.picks.load(Ordering::SeqCst), 0);
     // Other items pass the same gate on every transfer.
     let done = wf.run(order("pick")).await.expect("allowed");
@@ -803,14 +769,7 @@ async fn a_rejection_returned_to_the_sender_is_handled_there() {
 async fn a_returned_handoff_sent_again_unchanged_is_rejected_and_the_bound_holds() {
     let (wf, shelf) = shop();
     let aborted = wf.run(order("zero-always")).await.expect_err("not fixed");
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "picker",
-            to: "packer",
-            reason: RejectReason::ResentUnchanged,
-        }
-    );
+    assert_rejected(&aborted, "picker", "packer", RejectReason::ResentUnchanged);
     assert_eq!(shelf.seals(), 0);
     // One return (`max = 1`), then the run stops.
     let rejected = receipts(&aborted.transcript)

@@ -11,6 +11,8 @@ use workflow_cli::exit;
 use workflow_core::Decision;
 use workflow_core::ledger::SqliteLedger;
 
+use crate::fixtures::{Scratch, scratch};
+
 /// Runs `args` with the deploy workflow under `root`: exit code, stdout,
 /// stderr.
 fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String) {
@@ -29,33 +31,10 @@ fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String)
     )
 }
 
-/// A fresh temporary folder, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-fn temp(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("wf-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-    Scratch(dir)
-}
-
 /// The main example's runs in a fresh ledger file: the clean run, the
 /// incident, and the drifted run escalated, edited and completed.
 fn ledger(name: &str) -> (Scratch, PathBuf, [u64; 3]) {
-    let dir = temp(name);
+    let dir = scratch(name);
     let path = dir.join("runs.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -148,14 +127,14 @@ fn replay_refuses_bad_input_with_2() {
     assert_eq!(code, exit::BAD_INPUT);
     assert!(err.contains("no run 42"), "{err}");
 
-    let empty = temp("replay-missing");
+    let empty = scratch("replay-missing");
     let missing = empty.join("runs.db");
     let (code, _, err) = deploy_cli(staging_root, &["--ledger", arg(&missing), "replay"]);
     assert_eq!(code, exit::BAD_INPUT);
     assert!(err.contains("no ledger file at"), "{err}");
 
     // A run of another workflow, named: refused; among all runs: skipped.
-    let other_dir = temp("replay-other");
+    let other_dir = scratch("replay-other");
     let other = other_dir.join("runs.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -198,8 +177,8 @@ fn a_tampered_run_is_not_replayed_and_exits_with_1() {
 
 #[test]
 fn schema_export_then_check_and_drift() {
-    let scratch = temp("schemas");
-    let dir = scratch.join("deploy");
+    let folder = scratch("schemas");
+    let dir = folder.join("deploy");
     let d = arg(&dir);
     let (code, out, err) = deploy_cli(staging_root, &["schema", "export", d]);
     assert_eq!(code, exit::OK, "{err}");
@@ -236,7 +215,7 @@ fn schema_export_then_check_and_drift() {
         assert!(out.contains(expected), "{out}");
     }
 
-    let empty = temp("schemas-missing");
+    let empty = scratch("schemas-missing");
     let missing = empty.join("nothing-here");
     let (code, _, err) = deploy_cli(staging_root, &["schema", "check", arg(&missing)]);
     assert_eq!(code, exit::BAD_INPUT);
@@ -277,7 +256,7 @@ fn a_run_whose_input_the_workflow_no_longer_reads_exits_with_1() {
         r.hash = r.compute_hash();
         prev = r.hash.clone();
     }
-    let old_dir = temp("replay-input-old");
+    let old_dir = scratch("replay-input-old");
     let rewritten = old_dir.join("runs.db");
     let ledger = SqliteLedger::open(&rewritten).unwrap();
     for r in &records {

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use examples::loop_bench::counter;
 use workflow_core::ledger::{Ledger, LedgerRecord, MemoryLedger, SqliteLedger};
 
+use crate::fixtures::{Lcg, scratch};
+
 const ROUNDS: u32 = 5;
 const KILLS: usize = 200;
 
@@ -30,18 +32,6 @@ fn content(records: &[LedgerRecord]) -> Vec<(u32, u32, String, String, String, S
         .collect()
 }
 
-/// A small deterministic generator for the kill times (no extra crate).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
     let started = Instant::now();
@@ -56,9 +46,7 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
         .run_id();
     let expected = content(&memory.records(clean_id).unwrap());
 
-    let dir = std::env::temp_dir().join(format!("wf-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let dir = scratch("crash");
     let path = dir.join("runs.db");
     let child = env!("CARGO_BIN_EXE_crash_child");
     let mut rng = Lcg(0x5eed);
@@ -70,7 +58,7 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the child starts");
-        std::thread::sleep(Duration::from_micros(3_000 + rng.next() % 20_000));
+        std::thread::sleep(Duration::from_micros(3_000 + rng.next_u64() % 20_000));
         process.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
         let output = process.wait_with_output().expect("the child is reaped");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -109,7 +97,6 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
         resumed > 0,
         "no run was cut by a kill; the test proves nothing"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "{KILLS} kills, {} runs, {resumed} resumed mid-run, in {:.1}s",
         runs.len(),

@@ -6,16 +6,12 @@ use std::sync::Arc;
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use workflow_core::ledger::{Ledger, SqliteLedger, Tampering};
 
-fn temp_db(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("wf-ledger-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-    dir.join("runs.db")
-}
+use crate::fixtures::scratch;
 
 #[tokio::test]
 async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening() {
-    let path = temp_db("main");
+    let dir = scratch("ledger-main");
+    let path = dir.join("runs.db");
     let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
     let incident =
         deploy::Workflow::new(staging_root(), FakeCloud::incident()).with_ledger(ledger.clone());
@@ -60,7 +56,8 @@ async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening(
 
 #[tokio::test]
 async fn an_edited_record_in_the_file_is_found() {
-    let path = temp_db("edit");
+    let dir = scratch("ledger-edit");
+    let path = dir.join("runs.db");
     let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
     let wf =
         deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());

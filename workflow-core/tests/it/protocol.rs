@@ -10,6 +10,8 @@ use workflow_core::{
     Transition, Workflow,
 };
 
+use crate::fixtures::rejection;
+
 fn schema_name() -> Cow<'static, str> {
     <u32 as JsonSchema>::schema_name()
 }
@@ -194,14 +196,8 @@ async fn ending_over_an_edge_to_an_agent_is_a_protocol_error() {
 #[tokio::test]
 async fn a_scope_over_an_authority_the_receiver_does_not_own_is_rejected() {
     let error = run(Mistake::ForeignScope).await;
-    assert_eq!(
-        error,
-        RunError::Rejected {
-            from: "START",
-            to: "only",
-            reason: workflow_core::RejectReason::ScopeNotOwned {
-                authority: "Launch".into()
-            },
-        }
-    );
+    let not_owned = workflow_core::RejectReason::ScopeNotOwned {
+        authority: "Launch".into(),
+    };
+    assert_eq!(rejection(&error), ("START", "only", &not_owned));
 }

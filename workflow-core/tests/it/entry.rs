@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use workflow_core::prelude::*;
 
+use crate::fixtures::{assert_rejected, rejection};
+
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Out(pub u32);
 
@@ -48,16 +50,10 @@ async fn an_entry_handoff_with_an_expired_scope_is_rejected() {
     let wf = flow::Workflow::new((), ());
     let expired = Scope::new(flow::authority::Go).until_unix_ms(1);
     let aborted = wf.run(task(expired, StopWhen::any([]))).await.unwrap_err();
-    assert_eq!(
-        aborted.error,
-        RunError::Rejected {
-            from: "START",
-            to: "first",
-            reason: RejectReason::ScopeExpired {
-                authority: "Go".into()
-            },
-        }
-    );
+    let expired = RejectReason::ScopeExpired {
+        authority: "Go".into(),
+    };
+    assert_rejected(&aborted, "START", "first", expired);
 }
 
 #[tokio::test]
@@ -69,11 +65,8 @@ async fn an_entry_handoff_whose_stop_condition_is_met_is_rejected() {
         .unwrap_err();
     assert!(
         matches!(
-            aborted.error,
-            RunError::Rejected {
-                reason: RejectReason::StopConditionMet { .. },
-                ..
-            }
+            rejection(&aborted.error).2,
+            RejectReason::StopConditionMet { .. }
         ),
         "{:?}",
         aborted.error

@@ -195,7 +195,7 @@ async fn clean_records() -> Vec<String> {
     content(&ledger.records(run).unwrap())
 }
 
-// The SQLite journal: `examples/tests/crash_tools.rs` (killed processes).
+// The SQLite journal: `examples/tests/it/crash_tools.rs` (killed processes).
 #[tokio::test]
 async fn a_journaled_call_is_not_made_again() {
     let ledger = Arc::new(MemoryLedger::new());

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use workflow_core::ledger::SqliteLedger;
 
+use crate::fixtures::{Scratch, scratch};
+
 fn workflow(ledger: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_workflow"))
         .arg("--ledger")
@@ -22,10 +24,8 @@ fn text(bytes: &[u8]) -> String {
 
 /// The main example's two runs (the incident, stopped; the clean one) and a
 /// second clean run, in a fresh ledger file.
-async fn ledger(name: &str) -> (PathBuf, u64, u64, u64) {
-    let dir = std::env::temp_dir().join(format!("wf-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+async fn ledger(name: &str) -> (Scratch, PathBuf, u64, u64, u64) {
+    let dir = scratch(name);
     let path = dir.join("runs.db");
     let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
     let incident =
@@ -50,12 +50,12 @@ async fn ledger(name: &str) -> (PathBuf, u64, u64, u64) {
         .expect("completes")
         .transcript
         .run_id();
-    (path, stopped, done, again)
+    (dir, path, stopped, done, again)
 }
 
 #[tokio::test]
 async fn runs_show_verify_export() {
-    let (path, stopped, done, _) = ledger("basic").await;
+    let (_dir, path, stopped, done, _) = ledger("basic").await;
 
     let out = workflow(&path, &["runs"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -103,7 +103,7 @@ async fn runs_show_verify_export() {
 
 #[tokio::test]
 async fn verify_fails_with_exit_code_1_on_a_tampered_run() {
-    let (path, _, done, _) = ledger("tamper").await;
+    let (_dir, path, _, done, _) = ledger("tamper").await;
     let conn = rusqlite::Connection::open(&path).expect("opens");
     conn.execute(
         "DELETE FROM records WHERE run_id = ?1 AND seq = 3",
@@ -121,7 +121,7 @@ async fn verify_fails_with_exit_code_1_on_a_tampered_run() {
 
 #[tokio::test]
 async fn diff_names_the_first_differing_transition() {
-    let (path, stopped, done, again) = ledger("diff").await;
+    let (_dir, path, stopped, done, again) = ledger("diff").await;
     let out = workflow(&path, &["diff", &done.to_string(), &again.to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("agree on all 4 transitions"));
@@ -157,7 +157,7 @@ fn bad_input_exits_with_2_and_says_why() {
 
 #[tokio::test]
 async fn an_unknown_run_exits_with_2() {
-    let (path, ..) = ledger("unknown").await;
+    let (_dir, path, ..) = ledger("unknown").await;
     let out = workflow(&path, &["show", "42"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

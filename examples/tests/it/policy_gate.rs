@@ -9,7 +9,7 @@ use workflow_core::{Decision, Escalation, RejectReason, RunError};
 use workflow_rego::Policy;
 
 const MUTATION_LIMITS: &str =
-    include_str!("../../workflow-rego/tests/policies/mutation_limits.rego");
+    include_str!("../../../workflow-rego/tests/policies/mutation_limits.rego");
 
 fn gate() -> Arc<Policy> {
     Arc::new(Policy::from_rego("mutation_limits.rego", MUTATION_LIMITS).expect("compiles"))

@@ -8,6 +8,8 @@ use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use workflow_core::ledger::{Ledger, SqliteLedger};
 use workflow_core::{Decision, Difference, Receipt};
 
+use crate::fixtures::scratch;
+
 /// The three runs of `staging_deploy`, recorded in a fresh ledger file.
 async fn recorded_runs(ledger: &Arc<SqliteLedger>) -> [u64; 3] {
     let clean =
@@ -56,9 +58,7 @@ async fn recorded_runs(ledger: &Arc<SqliteLedger>) -> [u64; 3] {
 
 #[tokio::test]
 async fn the_main_example_runs_replay_identically() {
-    let dir = std::env::temp_dir().join(format!("wf-replay-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("replay");
     let ledger = Arc::new(SqliteLedger::open(dir.join("runs.db")).unwrap());
     let runs = recorded_runs(&ledger).await;
 
@@ -110,5 +110,4 @@ async fn the_main_example_runs_replay_identically() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert_eq!(stdout.matches("replays identically").count(), 3, "{stdout}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

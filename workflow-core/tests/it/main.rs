@@ -1,0 +1,26 @@
+//! The integration tests of `workflow-core`, one test binary: each file a
+//! module, the shared workflows and assertions in `fixtures`. One binary
+//! links once where a binary per file linked the crate and its test
+//! dependencies once each.
+//!
+//! `policy.rs`, `otel_export.rs` and `otel_memory.rs` stay binaries of
+//! their own beside this one (they are moving to crates of their own).
+
+// `pub`, as each file's items were at the root of a binary of its own:
+// what a file declares `pub` (a workflow whose schema alone is read) is
+// not dead code.
+pub mod fixtures;
+
+pub mod contract_parts;
+pub mod enforcement;
+pub mod entry;
+pub mod layers;
+pub mod ledger;
+pub mod models;
+pub mod protocol;
+pub mod receipts;
+pub mod replay;
+pub mod resumed_tool_calls;
+pub mod schemas;
+pub mod session;
+pub mod telemetry;
