@@ -208,7 +208,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// Calls a tool this agent is granted.
     ///
     /// Before the call: the tool's authority must be the one the handoff
-    /// delegates, not expired, and the tool-call budget must have room.
+    /// delegates, not expired (or, for a turn under no handoff's scope, one
+    /// this agent owns), and the tool-call budget must have room.
     /// After it: the result must pass the output's [`FailFast`](crate::FailFast) rule;
     /// transient failures are retried as the tool declares. Every call is
     /// recorded (arguments, result and its digest, outcome, attempts,
@@ -230,6 +231,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         let deps = self.deps;
         let shared = self.shared.clone();
         let at = CallSite {
+            agent: self.agent_name(),
+            owns: self.owned_authorities(),
             scope: self.scope,
             hop: self.hop,
             run_id: self.run_id,

@@ -9,17 +9,33 @@ use std::future::Future;
 use crate::run::RunShared;
 use crate::spec::{Tool, Workflow};
 
-/// Whether the scope of the handoff an agent works under covers a call of
-/// a tool needing `needs` at hop `hop`.
+/// Whether the agent making a call (`at`) of a tool needing `needs` may
+/// make it: a turn under a handoff's scope needs that scope to delegate
+/// the authority and to be live; a turn under no scope (the workflow input,
+/// or a hand-written agent whose contract is `None`) needs the agent to own
+/// the authority. A tool that needs nothing is never refused here.
 fn check_scope(
     tool: &'static str,
     needs: Option<&'static str>,
-    scope: Option<(&'static str, Expiry)>,
-    hop: u32,
+    at: &CallSite<'_>,
 ) -> Result<(), ToolError> {
-    let (Some(needs), Some((authority, expires))) = (needs, scope) else {
+    let Some(needs) = needs else {
         return Ok(());
     };
+    let Some((authority, expires)) = at.scope else {
+        if at.owns.contains(&needs) {
+            return Ok(());
+        }
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!(
+                "the tool needs authority `{needs}`, which agent `{}` does not own and no handoff delegates to this turn",
+                at.agent
+            ),
+        ));
+    };
+    let hop = at.hop;
     if authority != needs {
         return Err(ToolError::of(
             tool,
@@ -44,8 +60,14 @@ fn check_scope(
     Ok(())
 }
 
-/// Where a tool call is made: the turn's scope and place in the run.
+/// Where a tool call is made: the calling agent, the turn's scope and its
+/// place in the run.
 pub(crate) struct CallSite<'x> {
+    /// The calling agent's name.
+    pub(crate) agent: &'static str,
+    /// The authorities the calling agent owns (what a turn under no scope
+    /// may use).
+    pub(crate) owns: &'static [&'static str],
     pub(crate) scope: Option<(&'static str, Expiry)>,
     pub(crate) hop: u32,
     pub(crate) run_id: u64,
@@ -74,7 +96,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         let arguments = arguments
             .as_ref()
             .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
-        check_scope(T::NAME, T::NEEDS, at.scope, at.hop)?;
+        check_scope(T::NAME, T::NEEDS, &at)?;
         charge_call::<W, T>(shared)?;
         if let Some(recorded) = &shared.recorded {
             match recorded.serve(at.turn_seq, index, T::NAME, arguments) {

@@ -159,7 +159,8 @@ pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
     /// The tool's name.
     const NAME: &'static str;
     /// The authority a call needs (checked against the scope of the handoff
-    /// the calling agent works under), if any.
+    /// the calling agent works under, or, under none, against the
+    /// authorities the agent owns), if any.
     const NEEDS: Option<&'static str> = None;
     /// What the tool does to the world.
     const EFFECT: Effect = Effect::Read;

@@ -24,3 +24,4 @@ pub mod resumed_tool_calls;
 pub mod schemas;
 pub mod session;
 pub mod telemetry;
+pub mod unscoped;
