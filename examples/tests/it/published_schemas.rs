@@ -50,16 +50,17 @@ fn published_schemas_have_not_drifted() {
 #[test]
 fn the_published_set_covers_every_payload() {
     let schemas = deploy::Workflow::schemas();
+    // The workflow's own types under `deploy.<Type>`, the shared ones bare.
     for name in [
-        "Goal",
-        "NetworkTask",
-        "TerraformPlan",
-        "DeployReport",
-        "VpcQuery",
-        "VpcPage",
-        "ApplyRequest",
-        "Applied",
-        "Root",
+        "deploy.Goal",
+        "deploy.NetworkTask",
+        "deploy.TerraformPlan",
+        "deploy.DeployReport",
+        "deploy.VpcQuery",
+        "deploy.VpcPage",
+        "deploy.ApplyRequest",
+        "deploy.Applied",
+        "deploy.Root",
         "Operation",
         "Evidence",
         "Uncertainty",

@@ -202,13 +202,13 @@ fn schema_export_then_check_and_drift() {
     assert_eq!(code, exit::OK, "{out}");
     assert!(out.contains("are current"), "{out}");
 
-    std::fs::write(dir.join("Goal.schema.json"), "{}\n").unwrap();
+    std::fs::write(dir.join("deploy.Goal.schema.json"), "{}\n").unwrap();
     std::fs::remove_file(dir.join("tools.json")).unwrap();
     std::fs::write(dir.join("Stale.schema.json"), "{}\n").unwrap();
     let (code, out, _) = deploy_cli(staging_root, &["schema", "check", d]);
     assert_eq!(code, exit::DIFFERENT, "{out}");
     for expected in [
-        "changed:     Goal.schema.json",
+        "changed:     deploy.Goal.schema.json",
         "unpublished: tools.json",
         "removed:     Stale.schema.json",
     ] {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::export::file_name;
+use crate::spec::published_name;
 use crate::spec::{Graph, Node};
 
 /// A published description of a workflow's graph.
@@ -115,13 +116,13 @@ impl Manifest {
             input_schema: graph
                 .edges
                 .first()
-                .map(|e| file_name(&(e.payload_schema)()))
+                .map(|e| file_name(&published_name(graph.name, &(e.payload_schema)())))
                 .unwrap_or_default(),
             output_schema: graph
                 .edges
                 .iter()
                 .find(|e| e.to == Node::End)
-                .map(|e| file_name(&(e.payload_schema)()))
+                .map(|e| file_name(&published_name(graph.name, &(e.payload_schema)())))
                 .unwrap_or_default(),
             max_hops: graph.max_hops,
             agents: graph
@@ -129,7 +130,7 @@ impl Manifest {
                 .iter()
                 .map(|a| ManifestAgent {
                     name: a.name.to_owned(),
-                    input_schema: file_name(&(a.input_schema)()),
+                    input_schema: file_name(&published_name(graph.name, &(a.input_schema)())),
                     owns: a.owns.iter().map(|s| (*s).to_owned()).collect(),
                     tools: a.tools.iter().map(|s| (*s).to_owned()).collect(),
                     timeout_ms: a.timeout_ms,
@@ -153,8 +154,8 @@ impl Manifest {
                 .iter()
                 .map(|t| ManifestTool {
                     name: t.name.to_owned(),
-                    input_schema: file_name(&(t.input_schema)()),
-                    output_schema: file_name(&(t.output_schema)()),
+                    input_schema: file_name(&published_name(graph.name, &(t.input_schema)())),
+                    output_schema: file_name(&published_name(graph.name, &(t.output_schema)())),
                     needs: t.needs.map(str::to_owned),
                     description: t.description.to_owned(),
                     effect: t.effect,
@@ -167,7 +168,7 @@ impl Manifest {
                 .map(|e| ManifestEdge {
                     from: graph.node_name(e.from).to_owned(),
                     to: graph.node_name(e.to).to_owned(),
-                    payload_schema: file_name(&(e.payload_schema)()),
+                    payload_schema: file_name(&published_name(graph.name, &(e.payload_schema)())),
                     bound: e.bound,
                 })
                 .collect(),

@@ -13,9 +13,9 @@ use crate::spec::{Evidence, Expiry, Operation, StopWhen, Uncertainty};
 use crate::spec::{Receipt, TransferRecord};
 
 use crate::spec::SchemaSet;
-/// The file name a schema is exported under.
+/// The file name a schema is exported under (and its `$id`).
 pub fn file_name(schema: &str) -> String {
-    format!("{schema}.schema.json")
+    crate::spec::schema_file(schema)
 }
 
 impl SchemaSet {
@@ -32,7 +32,10 @@ impl SchemaSet {
             .add::<TransferRecord>()
             .add::<crate::ledger::LedgerRecord>()
             .add::<crate::export::Manifest>();
+        // The workflow's own types, under `<workflow>.<Type>`.
+        set.workflow = Some(W::GRAPH.name);
         W::schemas(&mut set);
+        set.workflow = None;
         set
     }
 
@@ -44,7 +47,9 @@ impl SchemaSet {
     }
 
     /// Writes each schema to `dir/<name>.schema.json` (creating `dir`) and
-    /// returns the paths written.
+    /// returns the paths written. A file there that holds another schema
+    /// (its `$id`, or without one its `title`, differs) is never
+    /// overwritten: the export is refused before anything is written.
     pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
         let dir = dir.as_ref();
         if !self.conflicts.is_empty() {
@@ -56,14 +61,60 @@ impl SchemaSet {
                 ),
             ));
         }
+        self.refuse_foreign(dir)?;
         fs::create_dir_all(dir)?;
         let mut written = Vec::with_capacity(self.schemas.len());
-        for (name, schema) in &self.schemas {
+        for name in self.schemas.keys() {
             let path = dir.join(file_name(name));
-            fs::write(&path, Self::render(schema))?;
+            let schema = self.published(name).unwrap_or_default();
+            fs::write(&path, Self::render(&schema))?;
             written.push(path);
         }
         Ok(written)
+    }
+
+    /// Refuses an export into `dir` where a file the export would write
+    /// holds another schema: one with another `$id`, or (written before
+    /// schemas had one) another `title`. A file that is not JSON, or says
+    /// neither, is taken for an old copy of this schema.
+    fn refuse_foreign(&self, dir: &Path) -> io::Result<()> {
+        let identity = |schema: &Value| {
+            let field = |key: &str| schema.get(key).and_then(Value::as_str).map(str::to_owned);
+            field("$id")
+                .map(|id| ("$id", id))
+                .or_else(|| field("title").map(|title| ("title", title)))
+        };
+        let mut foreign = Vec::new();
+        for name in self.schemas.keys() {
+            let schema = self.published(name).unwrap_or_default();
+            let path = dir.join(file_name(name));
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(published) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            let Some((key, held)) = identity(&published) else {
+                continue;
+            };
+            let ours = schema.get(key).and_then(Value::as_str).unwrap_or_default();
+            if held != ours {
+                foreign.push(format!(
+                    "`{}` holds the schema `{held}`, not `{ours}`",
+                    path.display()
+                ));
+            }
+        }
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "the export would overwrite another schema: {}; export into a folder of its own, or remove the file if it is stale",
+                foreign.join("; ")
+            ),
+        ))
     }
 
     /// Compares the set with the schemas published in `dir`: every schema
@@ -78,12 +129,13 @@ impl SchemaSet {
             conflicts: self.conflicts.clone(),
             ..Drift::default()
         };
-        for (name, schema) in &self.schemas {
+        for name in self.schemas.keys() {
             let path = dir.join(file_name(name));
+            let schema = self.published(name);
             match fs::read_to_string(&path) {
                 Ok(published) => {
                     let same = serde_json::from_str::<Value>(&published)
-                        .map(|v| &v == schema)
+                        .map(|v| Some(v) == schema)
                         .unwrap_or(false);
                     if !same {
                         drift.changed.push(name.clone());
@@ -167,9 +219,13 @@ impl Publication {
 
     /// Writes every file into `dir` (creating it) and returns the paths
     /// written. Schemas no longer produced are left in place: `check` names
-    /// them, remove them by hand (or export into an empty folder).
+    /// them, remove them by hand (or export into an empty folder). A folder
+    /// that holds another workflow's publication (its `manifest.json` names
+    /// another workflow), or a file that holds another schema, is never
+    /// overwritten: the export is refused before anything is written.
     pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
         let dir = dir.as_ref();
+        self.refuse_other_workflow(dir)?;
         let mut written = self.schemas.export(dir)?;
         for (name, content) in &self.documents {
             let path = dir.join(name);
@@ -177,6 +233,37 @@ impl Publication {
             written.push(path);
         }
         Ok(written)
+    }
+
+    /// Refuses an export into a folder whose `manifest.json` is another
+    /// workflow's: its manifest, tool definitions and diagram would be
+    /// overwritten by this one's.
+    fn refuse_other_workflow(&self, dir: &Path) -> io::Result<()> {
+        let workflow = |text: &str| {
+            serde_json::from_str::<Value>(text)
+                .ok()?
+                .get("workflow")?
+                .as_str()
+                .map(str::to_owned)
+        };
+        let ours = self
+            .documents
+            .iter()
+            .find(|(name, _)| *name == "manifest.json")
+            .and_then(|(_, content)| workflow(content));
+        let Ok(text) = fs::read_to_string(dir.join("manifest.json")) else {
+            return Ok(());
+        };
+        match (workflow(&text), ours) {
+            (Some(held), Some(ours)) if held != ours => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "`{}` is the publication of workflow `{held}`, not `{ours}`: export each workflow into a folder of its own",
+                    dir.display()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Compares the publication with the copy published in `dir`: every

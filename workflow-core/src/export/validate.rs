@@ -16,7 +16,7 @@ pub(crate) fn agent_input<W: Workflow>(
         )]);
     };
     let set = crate::spec::SchemaSet::of::<W>();
-    let name = (info.input_schema)();
+    let name = crate::spec::published_name(W::GRAPH.name, &(info.input_schema)());
     let Some(schema) = set.get(&name) else {
         return Err(vec![format!("no schema named `{name}`")]);
     };

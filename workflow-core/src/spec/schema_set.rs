@@ -17,12 +17,34 @@ pub fn root_schema<T: JsonSchema + ?Sized>() -> Value {
         .to_value()
 }
 
-/// A set of named root schemas, ordered by name.
+/// The name the schema `schema` of one of workflow `workflow`'s own types
+/// (its input, output, payloads, tool inputs and outputs, invariants) is
+/// published under: `<workflow>.<schema>`. Two workflows of one crate may
+/// both declare an `Order`; their schemas are `a.Order` and `b.Order`, and
+/// exported into one folder neither overwrites the other. The types every
+/// workflow shares (the contract parts, `Receipt`, the records, the
+/// manifest) keep their bare names.
+pub fn published_name(workflow: &str, schema: &str) -> String {
+    format!("{workflow}.{schema}")
+}
+
+/// The file a schema named `name` is exported to, `<name>.schema.json`,
+/// which is also the schema's `$id`.
+pub fn schema_file(name: &str) -> String {
+    format!("{name}.schema.json")
+}
+
+/// A set of named root schemas, ordered by name. Exported, each file
+/// also carries an `$id`, its file name ([`schema_file`]), so that it says
+/// which schema it holds wherever it is copied.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaSet {
     pub(crate) schemas: BTreeMap<String, Value>,
     /// Names under which two different schemas were added.
     pub(crate) conflicts: Vec<String>,
+    /// The workflow whose own types are being added (`SchemaSet::of`):
+    /// their names are qualified with it ([`published_name`]).
+    pub(crate) workflow: Option<&'static str>,
 }
 
 impl SchemaSet {
@@ -31,9 +53,14 @@ impl SchemaSet {
         SchemaSet::default()
     }
 
-    /// Adds the root schema of `T` under its schema name.
+    /// Adds the root schema of `T` under its schema name (qualified with
+    /// the workflow's name inside [`Workflow::schemas`](crate::Workflow::schemas),
+    /// see [`published_name`]).
     pub fn add<T: JsonSchema + ?Sized>(&mut self) -> &mut Self {
-        let name = T::schema_name().into_owned();
+        let name = match self.workflow {
+            Some(workflow) => published_name(workflow, &T::schema_name()),
+            None => T::schema_name().into_owned(),
+        };
         let value = root_schema::<T>();
         match self.schemas.get(&name) {
             Some(existing) if *existing != value => {
@@ -56,9 +83,22 @@ impl SchemaSet {
         &self.conflicts
     }
 
-    /// The schema named `name`.
+    /// The schema named `name` (a workflow's own types under
+    /// `<workflow>.<Type>`, see [`published_name`]), as a model is asked
+    /// to follow it: the published file adds its `$id`
+    /// ([`published`](Self::published)).
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.schemas.get(name)
+    }
+
+    /// The schema named `name` as it is published: with its `$id`, the file
+    /// it is exported to ([`schema_file`]).
+    pub fn published(&self, name: &str) -> Option<Value> {
+        let mut schema = self.schemas.get(name)?.clone();
+        if let Value::Object(fields) = &mut schema {
+            fields.insert("$id".to_owned(), Value::String(schema_file(name)));
+        }
+        Some(schema)
     }
 
     /// The schema names, in order.

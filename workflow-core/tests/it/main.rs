@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod receipts;
 pub mod replay;
 pub mod resumed_tool_calls;
+pub mod schema_identity;
 pub mod schemas;
 pub mod session;
 pub mod telemetry;

@@ -170,7 +170,7 @@ async fn a_valid_reply_crosses_with_the_published_schema_as_response_format() {
     // Exactly the schema the workflow publishes for the handoff.
     assert_eq!(
         Some(&format.schema),
-        SchemaSet::of::<desk::Spec>().get("FixTask")
+        SchemaSet::of::<desk::Spec>().get("desk.FixTask")
     );
     assert_eq!(
         requests[0]

@@ -317,18 +317,18 @@ fn the_set_has_every_payload_tool_invariant_and_record() {
         "TransferRecord",
         "Manifest",
         // Input, output, handoffs.
-        "Order",
-        "Invoice",
+        "billing.Order",
+        "billing.Invoice",
         "LedgerRecord",
-        "ChargeTask",
-        "AuditTask",
+        "billing.ChargeTask",
+        "billing.AuditTask",
         // Tool inputs and outputs.
-        "CustomerQuery",
-        "CustomerRecord",
-        "ChargeRequest",
-        "ChargeResult",
+        "billing.CustomerQuery",
+        "billing.CustomerRecord",
+        "billing.ChargeRequest",
+        "billing.ChargeResult",
         // Invariants.
-        "Root",
+        "billing.Root",
     ];
     expected.sort_unstable();
     assert_eq!(names, expected);
@@ -352,7 +352,13 @@ fn every_schema_is_valid_draft_2020_12() {
         assert!(jsonschema::meta::is_valid(schema), "{name}");
         // And it compiles (every `$ref` resolves inside the document).
         validator(&set, name);
-        assert_eq!(schema["title"], name, "schema `{name}` is titled otherwise");
+        // Titled with the type's name; a workflow's own types are
+        // published under `billing.<Type>`.
+        let title = name.strip_prefix("billing.").unwrap_or(name);
+        assert_eq!(
+            schema["title"], title,
+            "schema `{name}` is titled otherwise"
+        );
     }
     // The metaschema check is not vacuous.
     let broken = json!({"$schema": DRAFT_2020_12, "type": "object", "required": "op"});
@@ -362,7 +368,7 @@ fn every_schema_is_valid_draft_2020_12() {
 #[test]
 fn a_real_handoff_validates_and_broken_ones_do_not() {
     let set = schemas();
-    let v = validator(&set, "ChargeTask");
+    let v = validator(&set, "billing.ChargeTask");
     let task = billing::first_task(&order(1_200), "acme", 0);
     let good = serde_json::to_value(&task).unwrap();
     assert!(agree::<billing::ChargeTask>(&v, &good), "{good}");
@@ -623,7 +629,7 @@ fn export_then_check_is_clean_and_each_drift_is_named() {
         assert_eq!(path, &dir.join(format!("{name}.schema.json")));
         let published: Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert_eq!(Some(&published), set.get(name), "{name}");
+        assert_eq!(Some(published), set.published(name), "{name}");
     }
     assert_eq!(set.check(&dir), Ok(()));
     // Exporting again over a published copy changes nothing.
@@ -633,27 +639,27 @@ fn export_then_check_is_clean_and_each_drift_is_named() {
     let file = |name: &str| dir.join(format!("{name}.schema.json"));
 
     // A schema edited by hand: exactly that one is reported changed.
-    let edited = file("ChargeTask");
+    let edited = file("billing.ChargeTask");
     let mut schema: Value =
         serde_json::from_str(&std::fs::read_to_string(&edited).unwrap()).unwrap();
     schema["properties"]["amount"]["minimum"] = json!(1);
     std::fs::write(&edited, serde_json::to_string_pretty(&schema).unwrap()).unwrap();
     let drift = set.check(&dir).expect_err("ChargeTask changed");
-    assert_eq!(drift.changed, ["ChargeTask"]);
+    assert_eq!(drift.changed, ["billing.ChargeTask"]);
     assert!(drift.unpublished.is_empty() && drift.removed.is_empty());
     assert!(drift.unreadable.is_empty() && drift.conflicts.is_empty());
     assert!(
-        drift.to_string().contains("ChargeTask.schema.json"),
+        drift.to_string().contains("billing.ChargeTask.schema.json"),
         "{drift}"
     );
     // A file that is no longer JSON is changed too.
     std::fs::write(&edited, "{ not json").unwrap();
-    assert_eq!(set.check(&dir).unwrap_err().changed, ["ChargeTask"]);
+    assert_eq!(set.check(&dir).unwrap_err().changed, ["billing.ChargeTask"]);
     set.export(&dir).unwrap();
     assert_eq!(set.check(&dir), Ok(()));
 
     // The same schema laid out differently is not a change.
-    let compact = file("Order");
+    let compact = file("billing.Order");
     let value: Value = serde_json::from_str(&std::fs::read_to_string(&compact).unwrap()).unwrap();
     std::fs::write(&compact, value.to_string()).unwrap();
     assert_eq!(set.check(&dir), Ok(()));
@@ -696,8 +702,8 @@ fn the_manifest_lists_the_whole_workflow() {
     let m = billing::Workflow::manifest();
     assert_eq!(m.workflow, "billing");
     assert_eq!(m.entry, "intake");
-    assert_eq!(m.input_schema, "Order.schema.json");
-    assert_eq!(m.output_schema, "Invoice.schema.json");
+    assert_eq!(m.input_schema, "billing.Order.schema.json");
+    assert_eq!(m.output_schema, "billing.Invoice.schema.json");
     // `L * (B + 1)` with L = 3 agents in a row, B = 2 (the one bound).
     assert_eq!(billing::MAX_HOPS, 3 * (2 + 1));
     assert_eq!(m.max_hops, billing::MAX_HOPS);
@@ -722,21 +728,21 @@ fn the_manifest_lists_the_whole_workflow() {
         [
             (
                 "intake",
-                "Order.schema.json",
+                "billing.Order.schema.json",
                 vec!["Intake"],
                 vec!["lookup_customer"],
                 None
             ),
             (
                 "charger",
-                "ChargeTask.schema.json",
+                "billing.ChargeTask.schema.json",
                 vec!["Charge"],
                 vec!["charge_card"],
                 Some(1000)
             ),
             (
                 "auditor",
-                "AuditTask.schema.json",
+                "billing.AuditTask.schema.json",
                 vec!["Audit"],
                 vec![],
                 None
@@ -791,14 +797,14 @@ fn the_manifest_lists_the_whole_workflow() {
         [
             (
                 "lookup_customer",
-                "CustomerQuery.schema.json",
-                "CustomerRecord.schema.json",
+                "billing.CustomerQuery.schema.json",
+                "billing.CustomerRecord.schema.json",
                 None
             ),
             (
                 "charge_card",
-                "ChargeRequest.schema.json",
-                "ChargeResult.schema.json",
+                "billing.ChargeRequest.schema.json",
+                "billing.ChargeResult.schema.json",
                 Some("Charge")
             ),
         ]
@@ -819,11 +825,16 @@ fn the_manifest_lists_the_whole_workflow() {
     assert_eq!(
         edges,
         [
-            ("START", "intake", "Order.schema.json", None),
-            ("intake", "charger", "ChargeTask.schema.json", None),
-            ("charger", "auditor", "AuditTask.schema.json", None),
-            ("auditor", "charger", "ChargeTask.schema.json", Some(2)),
-            ("auditor", "END", "Invoice.schema.json", None),
+            ("START", "intake", "billing.Order.schema.json", None),
+            ("intake", "charger", "billing.ChargeTask.schema.json", None),
+            ("charger", "auditor", "billing.AuditTask.schema.json", None),
+            (
+                "auditor",
+                "charger",
+                "billing.ChargeTask.schema.json",
+                Some(2)
+            ),
+            ("auditor", "END", "billing.Invoice.schema.json", None),
         ]
     );
 

@@ -309,7 +309,7 @@ async fn a_valid_reply_crosses_and_its_usage_is_charged_and_recorded() {
     // The schema on the wire is the one the workflow publishes.
     assert_eq!(
         Some(&format["json_schema"]["schema"]),
-        SchemaSet::of::<desk::Spec>().get("FixTask")
+        SchemaSet::of::<desk::Spec>().get("desk.FixTask")
     );
 
     let turn = triager_turn(&done.transcript);
