@@ -89,9 +89,9 @@ pub fn expand(h: &Handoff) -> TokenStream {
     }
     // The first field of each part; an `Option` part (reported) counts as
     // absent, so its type is not asked for the part's trait.
+    // A field marked twice (reported) counts as absent too.
     let first = |part: usize| {
-        h.parts
-            .iter()
+        h.counted_parts()
             .find(|p| p.part == part)
             .filter(|p| !is_option(&p.ty))
     };
@@ -135,7 +135,7 @@ pub fn expand(h: &Handoff) -> TokenStream {
             None => quote!(::workflow_core::__private::Option::None),
         };
     let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
-    let parts = h.parts.iter().map(|p| {
+    let parts = h.counted_parts().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();
         quote!((#marker, #field))
