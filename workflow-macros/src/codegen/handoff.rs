@@ -108,6 +108,13 @@ pub fn expand(h: &Handoff) -> TokenStream {
             quote!(::workflow_core::__private::Expiry::Never),
         ),
     };
+    // The other parts' types are asked for their part's trait where the
+    // receipt reads them; the operation is only asked here. None of the
+    // traits is implemented for `Option`, whatever its spelling.
+    let operation = first(0).map(|op| {
+        let ty = &op.ty;
+        quote_spanned!(ty.span()=> const _: () = ::workflow_core::__private::assert_operation_part::<#ty>();)
+    });
     let stop = match first(4) {
         Some(stop) => {
             let (field, ty) = (&stop.field, &stop.ty);
@@ -144,6 +151,8 @@ pub fn expand(h: &Handoff) -> TokenStream {
     quote! {
         #derives
         #item
+
+        #operation
 
         impl ::workflow_core::__private::Handoff for #ident {
             type Authority = #authority;
