@@ -211,6 +211,7 @@ pub mod __private {
         serde_json::to_value(value).map_err(|e| e.to_string())
     }
 
+    pub use crate::run::call_id;
     pub use crate::spec::UnknownAuthority;
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).

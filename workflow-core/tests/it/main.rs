@@ -22,5 +22,6 @@ pub mod receipts;
 pub mod replay;
 pub mod resumed_tool_calls;
 pub mod schemas;
+pub mod sealed_tools;
 pub mod session;
 pub mod telemetry;
