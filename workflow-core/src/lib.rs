@@ -84,10 +84,10 @@ pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
     FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
-    OpenQuestions, Operation, Owns, Payload, Receipt, RecordError, RecordedPayload, Reject,
-    RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions,
-    StopWhen, Then, TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo, TransferRecord,
-    TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
+    OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError, RecordedPayload,
+    Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition,
+    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo,
+    TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,
@@ -211,6 +211,7 @@ pub mod __private {
         serde_json::to_value(value).map_err(|e| e.to_string())
     }
 
+    pub use crate::run::call_id;
     pub use crate::spec::UnknownAuthority;
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).
@@ -258,6 +259,10 @@ pub mod __private {
     {
         T::deserialize(d)
     }
+
+    /// Asserts at compile time that `T` can be the `#[operation]` part of a
+    /// handoff (not an `Option`, under any spelling).
+    pub const fn assert_operation_part<T: crate::OperationPart>() {}
 
     /// Asserts at compile time that agent `A` owns authority `Au`.
     pub const fn assert_owns<A: crate::Owns<Au>, Au: crate::Authority>() {}

@@ -7,6 +7,14 @@
 //!
 //! None of these types has an optional or defaulted field: a part that goes
 //! missing on the wire is a deserialization error, never a silent default.
+//!
+//! Each part has a trait its type must implement ([`OperationPart`],
+//! [`AuthorityScope`], [`EvidenceList`], [`OpenQuestions`],
+//! [`StopConditions`]); `#[handoff]` asks for it on the part's type. None is
+//! implemented for `Option`, so a part cannot be optional under any
+//! spelling (a type alias, a re-export, a full path): an explicit `null`
+//! never reads as "nothing", and the published schema lists every part as
+//! required and non-null.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -42,6 +50,20 @@ pub struct Operation {
     /// What exactly is asked, in the sender's words.
     pub detail: Cow<'static, str>,
 }
+
+/// The type of an `#[operation]` part: what the receiver is asked to do.
+///
+/// Implement it for a type of your own only if `null` is not one of its
+/// values on the wire (never for a wrapper around an `Option`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `#[operation]` part of a handoff",
+    label = "a contract part is always present and never `null`",
+    note = "a part is never an `Option`, under any name (a type alias, a re-export, `std::option::Option`): an explicit `null` would read as \"no operation\"",
+    note = "use `workflow_core::Operation`, or implement `OperationPart` for a type of your own that never reads `null`"
+)]
+pub trait OperationPart {}
+
+impl OperationPart for Operation {}
 
 impl Operation {
     /// An operation with a name and a detail (static strings are not copied).
@@ -340,6 +362,7 @@ impl Moment {
 /// The type of an `#[authority]` part: names the delegated authority and its expiry.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the `#[authority]` part of a handoff",
+    note = "a part is never an `Option`, under any name (a type alias, a re-export, `std::option::Option`): an explicit `null` would read as \"no authority\"",
     note = "use `workflow_core::Scope<A>` where `A` is one of the workflow's authorities (`authority::Name`)"
 )]
 pub trait AuthorityScope {
@@ -357,9 +380,13 @@ impl<A: Authority> AuthorityScope for Scope<A> {
 }
 
 /// The type of a `#[stop]` part: machine-checkable stop conditions.
+///
+/// Implement it for a type of your own only if `null` is not one of its
+/// values on the wire (never for a wrapper around an `Option`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the `#[stop]` part of a handoff",
-    note = "use `workflow_core::StopWhen`, or implement `StopConditions` for your type"
+    note = "a part is never an `Option`, under any name (a type alias, a re-export, `std::option::Option`): an explicit `null` would read as \"no stop conditions\"",
+    note = "use `workflow_core::StopWhen` (an empty list for none), or implement `StopConditions` for a type of your own that never reads `null`"
 )]
 pub trait StopConditions {
     /// A description of the first condition met at `moment`, if any.
@@ -401,9 +428,13 @@ pub struct ContractView<'a> {
 }
 
 /// The type of an `#[uncertainty]` part: lists the open questions.
+///
+/// Implement it for a type of your own only if `null` is not one of its
+/// values on the wire (never for a wrapper around an `Option`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an `#[uncertainty]` part",
-    note = "use `Vec<workflow_core::Uncertainty>`, or implement `OpenQuestions` for your type"
+    note = "a part is never an `Option`, under any name (a type alias, a re-export, `std::option::Option`): an explicit `null` would read as \"nothing unresolved\"",
+    note = "use `Vec<workflow_core::Uncertainty>` (an empty list for none), or implement `OpenQuestions` for a type of your own that never reads `null`"
 )]
 pub trait OpenQuestions {
     /// Each open item's question.
@@ -421,19 +452,14 @@ impl OpenQuestions for Vec<Uncertainty> {
     }
 }
 
-impl<T: OpenQuestions> OpenQuestions for Option<T> {
-    fn questions(&self) -> Vec<&str> {
-        self.as_ref().map_or_else(Vec::new, T::questions)
-    }
-    fn is_empty(&self) -> bool {
-        self.as_ref().is_none_or(T::is_empty)
-    }
-}
-
 /// The type of an `#[evidence]` part: says which questions it resolves.
+///
+/// Implement it for a type of your own only if `null` is not one of its
+/// values on the wire (never for a wrapper around an `Option`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an `#[evidence]` part",
-    note = "use `Vec<workflow_core::Evidence>`, or implement `EvidenceList` for your type"
+    note = "a part is never an `Option`, under any name (a type alias, a re-export, `std::option::Option`): an explicit `null` would read as \"no evidence\"",
+    note = "use `Vec<workflow_core::Evidence>` (an empty list for none), or implement `EvidenceList` for a type of your own that never reads `null`"
 )]
 pub trait EvidenceList {
     /// Whether some evidence resolves `question`.
@@ -474,12 +500,6 @@ pub trait Handoff: Payload {
     const MAX_TOKENS: Option<u64> = None;
     /// The parts the executor checks at the receipt.
     fn contract(&self) -> ContractView<'_>;
-}
-
-impl<T: EvidenceList> EvidenceList for Option<T> {
-    fn resolves(&self, question: &str) -> bool {
-        self.as_ref().is_some_and(|e| e.resolves(question))
-    }
 }
 
 /// The authority of a handoff whose `#[authority]` part is missing (a

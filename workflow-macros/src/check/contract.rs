@@ -12,6 +12,7 @@ pub fn check(cx: &Ctxt, h: &Handoff) {
     check_bare_markers(cx, h);
     check_missing_parts(cx, h);
     check_duplicate_parts(cx, h);
+    check_one_part_per_field(cx, h);
     check_droppable_parts(cx, h);
     check_fields(cx, h);
     check_container(cx, h);
@@ -122,9 +123,10 @@ fn check_missing_parts(cx: &Ctxt, h: &Handoff) {
 }
 
 /// A part marked on two fields is ambiguous: the error is on the second.
+/// (A field marked twice is `check_one_part_per_field`'s.)
 fn check_duplicate_parts(cx: &Ctxt, h: &Handoff) {
     for (i, part) in PARTS.iter().enumerate() {
-        let mut marked = h.parts.iter().filter(|p| p.part == i);
+        let mut marked = h.counted_parts().filter(|p| p.part == i);
         if let Some(first) = marked.next() {
             for again in marked {
                 cx.error_spanned_by(
@@ -139,11 +141,39 @@ fn check_duplicate_parts(cx: &Ctxt, h: &Handoff) {
     }
 }
 
+/// One field, one contract part: a field with two part marks would merge
+/// two parts into one value (an `#[evidence]` list that is also the
+/// `#[uncertainty]` list). The error is on the second mark, and says so
+/// before any type error could speak about the field's type.
+fn check_one_part_per_field(cx: &Ctxt, h: &Handoff) {
+    for (i, again) in h.parts.iter().enumerate() {
+        if !h.is_second_mark(i) {
+            continue;
+        }
+        let Some(first) = h.parts[..i].iter().find(|p| p.field == again.field) else {
+            continue;
+        };
+        let (first_marker, marker) = (PARTS[first.part].marker, PARTS[again.part].marker);
+        let message = if first.part == again.part {
+            format!(
+                "`#[{marker}]` is written twice on `{}`; one field, one contract part: remove the second mark",
+                again.field
+            )
+        } else {
+            format!(
+                "`{}` is marked both `#[{first_marker}]` and `#[{marker}]`; one field, one contract part: give `#[{marker}]` a field of its own (such as `{}`)",
+                again.field, PARTS[again.part].example
+            )
+        };
+        cx.error_spanned_by(&again.marker, message);
+    }
+}
+
 /// A part that can be absent on the wire (an `Option`, or a serde option
 /// that defaults, skips or flattens it) is rejected: a dropped part must be
 /// a deserialization error, never a default.
 fn check_droppable_parts(cx: &Ctxt, h: &Handoff) {
-    for p in &h.parts {
+    for p in h.counted_parts() {
         let marker = PARTS[p.part].marker;
         if is_option(&p.ty) {
             cx.error_spanned_by(

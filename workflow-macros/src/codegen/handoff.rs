@@ -89,9 +89,9 @@ pub fn expand(h: &Handoff) -> TokenStream {
     }
     // The first field of each part; an `Option` part (reported) counts as
     // absent, so its type is not asked for the part's trait.
+    // A field marked twice (reported) counts as absent too.
     let first = |part: usize| {
-        h.parts
-            .iter()
+        h.counted_parts()
             .find(|p| p.part == part)
             .filter(|p| !is_option(&p.ty))
     };
@@ -108,6 +108,13 @@ pub fn expand(h: &Handoff) -> TokenStream {
             quote!(::workflow_core::__private::Expiry::Never),
         ),
     };
+    // The other parts' types are asked for their part's trait where the
+    // receipt reads them; the operation is only asked here. None of the
+    // traits is implemented for `Option`, whatever its spelling.
+    let operation = first(0).map(|op| {
+        let ty = &op.ty;
+        quote_spanned!(ty.span()=> const _: () = ::workflow_core::__private::assert_operation_part::<#ty>();)
+    });
     let stop = match first(4) {
         Some(stop) => {
             let (field, ty) = (&stop.field, &stop.ty);
@@ -135,7 +142,7 @@ pub fn expand(h: &Handoff) -> TokenStream {
             None => quote!(::workflow_core::__private::Option::None),
         };
     let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
-    let parts = h.parts.iter().map(|p| {
+    let parts = h.counted_parts().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();
         quote!((#marker, #field))
@@ -144,6 +151,8 @@ pub fn expand(h: &Handoff) -> TokenStream {
     quote! {
         #derives
         #item
+
+        #operation
 
         impl ::workflow_core::__private::Handoff for #ident {
             type Authority = #authority;

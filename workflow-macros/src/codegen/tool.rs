@@ -1,72 +1,111 @@
-//! The tools of a workflow: one unit type per `#[tool]`, implementing
-//! `Tool` by calling the (hidden) tool function.
+//! The tools of a workflow: one unit type per `#[tool]` in the `tools`
+//! module, and, beside the user's items, the tool's function sealed with
+//! its `Tool` impl.
+//!
+//! The function is emitted inside an anonymous `const _: () = { .. };`
+//! block: nothing outside the block can name it, so an agent cannot call
+//! it around the grant, the scope check, fail-fast, the journal and the
+//! record. The block's `Tool` impl is the only caller, and its `call`
+//! refuses to run outside `cx.call` (no call id), so calling the trait
+//! method by hand from an agent runs nothing either.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ext::IdentExt;
 
+use crate::model::tool::Tool;
 use crate::model::workflow::Workflow;
 
 use super::{tool_effect, tool_fallback, tool_input_alias, tool_output_alias};
 
-/// The items of the `tools` module.
+/// The items of the `tools` module: one unit type per tool.
 pub fn tools(wf: &Workflow) -> TokenStream {
     let tools = wf.tools.iter().map(|t| {
         let name = &t.name;
         let text = name.unraw().to_string();
         let doc = format!("The tool `{text}`: pass it to `cx.call`.");
-        let hidden = &t.hidden;
-        let (input_alias, output_alias) = (tool_input_alias(t), tool_output_alias(t));
-        let needs = match &t.needs {
-            Some(n) => {
-                let n = n.unraw().to_string();
-                quote!(::workflow_core::__private::Option::Some(#n))
-            }
-            None => quote!(::workflow_core::__private::Option::None),
-        };
-        // A missing `FailFast` is reported on the output type the user wrote.
-        let output_span = syn::spanned::Spanned::span(&t.output_ty);
-        let output_decl = quote::quote_spanned!(output_span=> type Output = super::#output_alias;);
-        let effect = tool_effect(t);
-        let fallback = tool_fallback(t);
-        let body = if !t.callable {
-            quote! {
-                async move {
-                    let _ = (input, deps);
-                    ::workflow_core::__private::Result::Err(::workflow_core::__private::ToolError::new(
-                        #text,
-                        "the tool's signature is invalid (reported at compile time)",
-                    ))
-                }
-            }
-        } else if t.is_async {
-            quote!(super::#hidden(input, deps))
-        } else {
-            quote!(async move { super::#hidden(input, deps) })
-        };
         quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default)]
             #[allow(non_camel_case_types)]
             pub struct #name;
-            impl ::workflow_core::__private::Tool<super::Spec> for #name {
+        }
+    });
+    quote!(#(#tools)*)
+}
+
+/// The user's tool function `item` (renamed to its hidden name), sealed in
+/// an anonymous block with the `Tool` impl that calls it; emitted in the
+/// workflow module, where the function was written, so that its body's
+/// names resolve as the user wrote them.
+pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
+    let name = &t.name;
+    let text = name.unraw().to_string();
+    let hidden = &t.hidden;
+    let (input_alias, output_alias) = (tool_input_alias(t), tool_output_alias(t));
+    let needs = match &t.needs {
+        Some(n) => {
+            let n = n.unraw().to_string();
+            quote!(::workflow_core::__private::Option::Some(#n))
+        }
+        None => quote!(::workflow_core::__private::Option::None),
+    };
+    // A missing `FailFast` is reported on the output type the user wrote.
+    let output_span = syn::spanned::Spanned::span(&t.output_ty);
+    let output_decl = quote::quote_spanned!(output_span=> type Output = #output_alias;);
+    let effect = tool_effect(t);
+    let fallback = tool_fallback(t);
+    let outside = format!(
+        "the tool `{text}` was called outside `cx.call`; call it with `cx.call(tools::{text}, input)`, which checks the grant and records the call"
+    );
+    let (body, allow) = if !t.callable {
+        (
+            quote! {
+                let _ = (input, deps);
+                ::workflow_core::__private::Result::Err(::workflow_core::__private::ToolError::new(
+                    #text,
+                    "the tool's signature is invalid (reported at compile time)",
+                ))
+            },
+            // Not called (its signature is reported): no unused warning.
+            quote!(#[allow(dead_code)]),
+        )
+    } else if t.is_async {
+        (quote!(#hidden(input, deps).await), quote!())
+    } else {
+        (quote!(#hidden(input, deps)), quote!())
+    };
+    quote! {
+        const _: () = {
+            #allow
+            #item
+
+            impl ::workflow_core::__private::Tool<Spec> for tools::#name {
                 const NAME: &'static str = #text;
                 const NEEDS: ::workflow_core::__private::Option<&'static str> = #needs;
                 const EFFECT: ::workflow_core::__private::Effect = #effect;
                 const FALLBACK: ::workflow_core::__private::Fallback = #fallback;
-                type Input = super::#input_alias;
+                type Input = #input_alias;
                 #output_decl
                 fn call(
                     self,
-                    input: super::#input_alias,
-                    deps: &<super::Spec as ::workflow_core::__private::Workflow>::Deps,
+                    input: #input_alias,
+                    deps: &<Spec as ::workflow_core::__private::Workflow>::Deps,
                 ) -> impl ::workflow_core::__private::Future<
-                    Output = ::workflow_core::__private::Result<super::#output_alias, ::workflow_core::__private::ToolError>,
+                    Output = ::workflow_core::__private::Result<#output_alias, ::workflow_core::__private::ToolError>,
                 > + Send {
-                    #body
+                    async move {
+                        // `cx.call` runs every call under its call id; a
+                        // call by hand has none and runs nothing.
+                        if ::workflow_core::__private::call_id().is_none() {
+                            return ::workflow_core::__private::Result::Err(
+                                ::workflow_core::__private::ToolError::new(#text, #outside),
+                            );
+                        }
+                        #body
+                    }
                 }
             }
-        }
-    });
-    quote!(#(#tools)*)
+        };
+    }
 }

@@ -13,7 +13,7 @@ use crate::model::workflow::{ModItem, Workflow};
 use super::{input_alias, output_ty, tool_input_alias, tool_output_alias};
 
 /// The user's items as they are emitted: markers consumed, handoffs
-/// expanded, tools renamed, items that clash with a generated name (reported)
+/// expanded, tools renamed and sealed, items that clash with a generated name (reported)
 /// left out.
 pub fn items(wf: &Workflow) -> Vec<TokenStream> {
     wf.items
@@ -28,9 +28,14 @@ pub fn items(wf: &Workflow) -> Vec<TokenStream> {
                 Some(quote!(#derives #item))
             }
             ModItem::Tool { tool: None, .. } => None,
-            ModItem::Agent { item, .. }
-            | ModItem::Tool { item, .. }
-            | ModItem::StrayConditions { item, .. } => Some(item.to_token_stream()),
+            ModItem::Tool {
+                item,
+                tool: Some(tool),
+                ..
+            } => Some(super::tool::sealed(item, &wf.tools[*tool])),
+            ModItem::Agent { item, .. } | ModItem::StrayConditions { item, .. } => {
+                Some(item.to_token_stream())
+            }
             ModItem::Other { tokens, declares } => match declares {
                 Some(ident) if wf.clash(ident).is_some() => None,
                 _ => Some(tokens.clone()),

@@ -121,6 +121,23 @@ impl Handoff {
             args: crate::parse::HandoffArgs::default(),
         })
     }
+
+    /// Whether `parts[i]` is a second mark on a field already marked
+    /// (reported: one field, one contract part).
+    pub fn is_second_mark(&self, i: usize) -> bool {
+        self.parts[..i]
+            .iter()
+            .any(|earlier| earlier.field == self.parts[i].field)
+    }
+
+    /// The marked fields that count: those marked once. A field marked
+    /// twice (reported) counts for neither part, so no type error follows
+    /// on it: which part it is, is for the user to say first.
+    pub fn counted_parts(&self) -> impl Iterator<Item = &PartField> {
+        self.parts
+            .iter()
+            .filter(|p| self.parts.iter().filter(|q| q.field == p.field).count() == 1)
+    }
 }
 
 /// The serde options a contract part may carry: names only.
