@@ -71,20 +71,28 @@ pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let args = HandoffArgs::parse_all(&cx, attr);
     let code = match syn::parse2::<syn::ItemStruct>(item.clone()) {
-        Ok(s) => match Handoff::from_struct(&cx, s) {
-            Ok(mut model) => {
+        Ok(s) => {
+            let model = Handoff::from_struct(&cx, s).map(|mut model| {
                 model.args = args;
                 check::contract::check(&cx, &model);
-                codegen::handoff::expand(&model)
-            }
-            Err(cleaned) => cleaned.to_token_stream(),
-        },
+                model
+            });
+            codegen::workflow::handoff(&model)
+        }
         Err(_) => {
             cx.error_spanned_by(
                 item_name(&item),
                 "`#[handoff]` goes on a struct with named fields",
             );
-            item
+            // An enum or a union still reads as a handoff elsewhere, so
+            // that only this error shows.
+            match syn::parse2::<syn::DeriveInput>(item.clone()) {
+                Ok(d) => {
+                    let impls = codegen::rejected::payload_impls(&d.ident, &d.generics);
+                    quote::quote!(#item #impls)
+                }
+                Err(_) => item,
+            }
         }
     };
     let errors = cx.check();

@@ -1,5 +1,5 @@
 //! Graph analysis of a workflow: reachability, paths to the end, unbounded
-//! cycles and the upper bound on hops. Plain data in, plain data out; unit-
+//! cycles, the upper bound on hops and the shortest run. Plain data in, plain data out; unit-
 //! and property-tested against brute-force oracles.
 
 /// Where an edge goes.
@@ -181,6 +181,44 @@ impl Graph {
             .filter_map(|e| e.bound.map(u64::from))
             .sum();
         Some(l.saturating_mul(b.saturating_add(1)))
+    }
+
+    /// The agents of a shortest run that reaches the end, in order: a
+    /// shortest path from the entry to an agent with an edge to `END` (its
+    /// length is the fewest agent turns any run takes; the transfer to `END`
+    /// is not a turn). `None` when no run can end. Loop bounds do not
+    /// matter: a shortest path repeats no edge, and every bound is at least 1.
+    pub fn shortest_run(&self) -> Option<Vec<usize>> {
+        if self.entry >= self.agents {
+            return None;
+        }
+        // Breadth-first over all edges, in declaration order; the first
+        // agent found with an edge to `END` ends a shortest run.
+        let mut parent: Vec<Option<usize>> = vec![None; self.agents];
+        let mut seen = vec![false; self.agents];
+        seen[self.entry] = true;
+        let mut queue = std::collections::VecDeque::from([self.entry]);
+        while let Some(a) = queue.pop_front() {
+            if self.successors(a, true).any(|(_, e)| e.to == Target::End) {
+                let (mut path, mut at) = (vec![a], a);
+                while let Some(p) = parent[at] {
+                    path.push(p);
+                    at = p;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for (_, e) in self.successors(a, true) {
+                if let Target::Agent(b) = e.to
+                    && !seen[b]
+                {
+                    seen[b] = true;
+                    parent[b] = Some(a);
+                    queue.push_back(b);
+                }
+            }
+        }
+        None
     }
 
     /// A topological order of the agents over unbounded edges (only valid

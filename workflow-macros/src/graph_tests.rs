@@ -56,6 +56,23 @@ fn self_loop_is_a_cycle() {
 }
 
 #[test]
+fn the_shortest_run_counts_the_agents_to_the_last_turn() {
+    // planner -> worker -> reviewer -> END: three turns, whatever the loop.
+    assert_eq!(review_loop(Some(3)).shortest_run(), Some(vec![0, 1, 2]));
+    // A shortcut from the entry to the end.
+    let mut g = review_loop(Some(3));
+    g.edges.push(edge(0, None, None));
+    assert_eq!(g.shortest_run(), Some(vec![0]));
+    // No edge to the end at all.
+    let g = Graph {
+        agents: 2,
+        entry: 0,
+        edges: vec![edge(0, Some(1), None), edge(1, Some(0), Some(2))],
+    };
+    assert_eq!(g.shortest_run(), None);
+}
+
+#[test]
 fn reachability_and_ends() {
     let g = Graph {
         agents: 4,
@@ -120,6 +137,36 @@ fn oracle_longest_walk(g: &Graph) -> u64 {
     best
 }
 
+/// The fewest agent turns of a walk from the entry that respects every
+/// edge bound and ends at `END` (exhaustive search over walks of at most
+/// `agents` turns; a shortest one visits no agent twice).
+fn oracle_shortest_run(g: &Graph) -> Option<u64> {
+    fn go(g: &Graph, at: usize, uses: &mut Vec<u32>, depth: u64, best: &mut Option<u64>) {
+        if depth > g.agents as u64 {
+            return;
+        }
+        for (i, e) in g.edges.iter().enumerate() {
+            if e.from != at {
+                continue;
+            }
+            if e.bound.is_some_and(|limit| uses[i] >= limit) {
+                continue;
+            }
+            match e.to {
+                Target::End => *best = Some(best.map_or(depth, |b| b.min(depth))),
+                Target::Agent(b) => {
+                    uses[i] += 1;
+                    go(g, b, uses, depth + 1, best);
+                    uses[i] -= 1;
+                }
+            }
+        }
+    }
+    let mut best = None;
+    go(g, g.entry, &mut vec![0; g.edges.len()], 1, &mut best);
+    best
+}
+
 fn oracle_reachable(g: &Graph) -> Vec<bool> {
     let n = g.agents;
     let mut seen = vec![false; n];
@@ -177,6 +224,27 @@ proptest! {
         match g.max_hops() {
             None => prop_assert!(oracle_has_unbounded_cycle(&g)),
             Some(bound) => prop_assert!(oracle_longest_walk(&g) <= bound, "walk longer than {}", bound),
+        }
+    }
+
+    #[test]
+    fn shortest_run_matches_oracle(g in arb_graph()) {
+        let run = g.shortest_run();
+        prop_assert_eq!(run.as_ref().map(|p| p.len() as u64), oracle_shortest_run(&g));
+        if let Some(path) = run {
+            prop_assert_eq!(path[0], g.entry);
+            for w in path.windows(2) {
+                prop_assert!(g.edges.iter().any(|e| e.from == w[0] && e.to == Target::Agent(w[1])));
+            }
+            let last = path[path.len() - 1];
+            prop_assert!(g.edges.iter().any(|e| e.from == last && e.to == Target::End));
+        }
+    }
+
+    #[test]
+    fn no_run_is_longer_than_max_hops_or_shorter_than_the_shortest(g in arb_graph()) {
+        if let (Some(shortest), Some(max)) = (g.shortest_run(), g.max_hops()) {
+            prop_assert!(shortest.len() as u64 <= max);
         }
     }
 

@@ -41,6 +41,9 @@ pub enum RejectReason {
     },
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
+    // True of every edge of a generated workflow, the caller's into the
+    // entry included (`entry_owns` in the macro's codegen). Not in the doc
+    // comment above: it is the published schema's description.
     ScopeNotOwned {
         /// The authority.
         authority: Cow<'static, str>,

@@ -346,7 +346,8 @@ pub mod capped {
         pub value: u32,
     }
 
-    #[agent(owns = [Start], to = [second])]
+    // `END` too: a cap below the shortest run (here 1 turn) does not compile.
+    #[agent(owns = [Start], to = [second, END])]
     async fn first(value: u32, cx: first::Context<'_>) -> Result<first::Next, Reject> {
         Ok(first::Next::Second(Baton {
             op: Operation::new("carry", ""),

@@ -250,9 +250,12 @@ fn check_stray_conditions(cx: &Ctxt, paths: &[syn::Path]) {
 }
 
 /// User items must not take a generated name (nor an agent's module name),
-/// and agents must not be named like a generated module or `end` (the
-/// `End` variant). A clashing item is left out of the expansion, so that
-/// the generated code, and the rest of the user's, compiles without a
+/// and agents must not take a name the DSL or the generated code gives a
+/// meaning to: a generated item's (the agent's module would clash with
+/// it), `END` or `START` in any spelling (the records, the manifest and the
+/// diagram could not tell the agent from the ends of the run), or `end`
+/// (the `End` variant). A clashing item is left out of the expansion, so
+/// that the generated code, and the rest of the user's, compiles without a
 /// cascade of errors.
 fn check_reserved_names(cx: &Ctxt, wf: &Workflow) {
     for item in &wf.items {
@@ -277,18 +280,45 @@ fn check_reserved_names(cx: &Ctxt, wf: &Workflow) {
         }
     }
     for a in &wf.agents {
-        let name = a.name.unraw().to_string();
-        if crate::model::workflow::GENERATED_MODULES.contains(&name.as_str()) {
-            cx.error_spanned_by(
-                &a.name,
-                format!("an agent cannot be named `{name}`: `{name}` is a module the workflow generates; rename it"),
-            );
-        }
-        if camel(&a.name) == "End" {
-            cx.error_spanned_by(
-                &a.name,
-                "an agent cannot be named `end`: `End` is the variant for `END`; rename it",
-            );
+        if let Some(why) = reserved_agent_name(&a.name) {
+            cx.error_spanned_by(&a.name, why);
         }
     }
+}
+
+/// Why an agent cannot be named `name`, if it cannot.
+fn reserved_agent_name(name: &syn::Ident) -> Option<String> {
+    use crate::model::workflow::{GENERATED_MODULES, GENERATED_NAMES, GENERATED_PREFIX};
+    let text = name.unraw().to_string();
+    if GENERATED_MODULES.contains(&text.as_str()) {
+        return Some(format!(
+            "an agent cannot be named `{text}`: `{text}` is a module the workflow generates; rename it"
+        ));
+    }
+    if GENERATED_NAMES.contains(&text.as_str()) {
+        return Some(format!(
+            "an agent cannot be named `{text}`: `#[workflow]` generates `{text}` in this module, and the agent's function or module would clash with it; rename it"
+        ));
+    }
+    if text.starts_with(GENERATED_PREFIX) {
+        return Some(format!(
+            "an agent cannot be named `{text}`: names starting with `{GENERATED_PREFIX}` are kept for the code `#[workflow]` generates; rename it"
+        ));
+    }
+    if camel(name) == "End" {
+        return Some(
+            "an agent cannot be named `end`: `End` is the variant for `END`; rename it".to_owned(),
+        );
+    }
+    if text.eq_ignore_ascii_case("end") {
+        return Some(format!(
+            "an agent cannot be named `{text}`: `END` is the end of the run in `to = [...]`, and the records, the manifest and the diagram could not tell the agent from it; rename it"
+        ));
+    }
+    if text.eq_ignore_ascii_case("start") {
+        return Some(format!(
+            "an agent cannot be named `{text}`: `START` is where the workflow input comes from in the records, the manifest and the diagram, which could not tell the agent from it; rename it"
+        ));
+    }
+    None
 }

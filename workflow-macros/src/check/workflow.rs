@@ -47,6 +47,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     if entry.is_some() && all_resolved && all_parsed {
         check_reachability(cx, wf, &graph);
         check_ends(cx, wf, &graph);
+        check_hop_cap_reaches_end(cx, wf, &graph);
     }
     check_unbounded_loops(cx, wf, &graph, &edge_tokens);
     // A handoff returned to its sender gives the sender one more turn, at
@@ -499,4 +500,31 @@ fn check_unbounded_loops(cx: &Ctxt, wf: &Workflow, g: &Graph, tokens: &[Ident]) 
             ),
         );
     }
+}
+
+/// A declared `max_hops` lower than the shortest run from the entry to
+/// `END` would reject every run at the hop cap: reported on its value.
+fn check_hop_cap_reaches_end(cx: &Ctxt, wf: &Workflow, g: &Graph) {
+    let Some(declared) = &wf.args.max_hops else {
+        return;
+    };
+    let (Some(cap), Some(run)) = (declared.get(), g.shortest_run()) else {
+        return; // a bad number, or no run can end: both reported already
+    };
+    let needs = run.len() as u64;
+    if cap == 0 || cap >= needs {
+        return;
+    }
+    let path: Vec<String> = run
+        .iter()
+        .map(|&a| wf.agents[a].name.unraw().to_string())
+        .chain(["END".to_owned()])
+        .collect();
+    cx.error_spanned_by(
+        &declared.lit,
+        format!(
+            "`max_hops = {cap}` stops every run: the shortest run needs {needs} hops ({}); raise `max_hops` to at least {needs}, or remove it (the computed bound applies)",
+            path.join(" -> ")
+        ),
+    );
 }

@@ -21,6 +21,7 @@ fn has_incoming(r: &Resolved, agent: usize) -> bool {
 
 /// `pre`/`post` bodies: bind the user's names, test each condition.
 fn conditions(
+    spec: &syn::Ident,
     index: usize,
     conds: &[&crate::parse::ConditionArgs],
     list: &str,
@@ -32,7 +33,7 @@ fn conditions(
         quote_spanned! {expr.span()=>
             if !(#expr) {
                 return ::workflow_core::__private::Result::Err(
-                    &<Spec as ::workflow_core::__private::Workflow>::GRAPH.agents[#index].#list[#i],
+                    &<#spec as ::workflow_core::__private::Workflow>::GRAPH.agents[#index].#list[#i],
                 );
             }
         }
@@ -53,6 +54,7 @@ pub(super) fn agent(
 ) -> TokenStream {
     let name = &a.name;
     let input = &a.input_ty;
+    let (spec, state) = (super::generated(wf, "Spec"), super::generated(wf, "State"));
     let index_u16 = index as u16;
     let variants = r
         .graph
@@ -85,8 +87,8 @@ pub(super) fn agent(
                 Target::Agent(b) => {
                     let (v, receiver) = (&wf.agents[b].variant, &wf.agents[b].name);
                     quote! {
-                        #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<Spec, #receiver::Agent>(
-                            run, #edge, payload, State::#v,
+                        #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<#spec, #receiver::Agent>(
+                            run, #edge, payload, #state::#v,
                         ),
                     }
                 }
@@ -144,6 +146,7 @@ pub(super) fn agent(
     let (plain_pre, plain_post) = (a.plain_pre(), a.plain_post());
     let pre = (!plain_pre.is_empty()).then(|| {
         let body = conditions(
+            &spec,
             index,
             &plain_pre,
             "pre",
@@ -166,7 +169,7 @@ pub(super) fn agent(
         )
     });
     let post = (!plain_post.is_empty()).then(|| {
-        let body = conditions(index, &plain_post, "post", quote!(let #cx_pat = cx;));
+        let body = conditions(&spec, index, &plain_post, "post", quote!(let #cx_pat = cx;));
         quote! {
             #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post(
@@ -193,14 +196,14 @@ pub(super) fn agent(
                 #(#variants),*
             }
             /// What the agent sees during its turn.
-            pub type Context<'x> = ::workflow_core::__private::Context<'x, super::Spec, Agent>;
+            pub type Context<'x> = ::workflow_core::__private::Context<'x, super::#spec, Agent>;
             #extra
         }
 
         #(#owns)*
         #(#grants)*
 
-        impl ::workflow_core::__private::Agent<Spec> for #name::Agent {
+        impl ::workflow_core::__private::Agent<#spec> for #name::Agent {
             const INDEX: u16 = #index_u16;
             #timeout
             type Input = #input;
@@ -219,11 +222,11 @@ pub(super) fn agent(
             }
         }
 
-        impl ::workflow_core::__private::Route<Spec> for #name::Next {
+        impl ::workflow_core::__private::Route<#spec> for #name::Next {
             fn route(
                 self,
-                run: &mut ::workflow_core::__private::Runtime<'_, Spec>,
-            ) -> ::workflow_core::__private::Result<::workflow_core::__private::Transition<Spec>, ::workflow_core::__private::RunError> {
+                run: &mut ::workflow_core::__private::Runtime<'_, #spec>,
+            ) -> ::workflow_core::__private::Result<::workflow_core::__private::Transition<#spec>, ::workflow_core::__private::RunError> {
                 match self {
                     #(#routes)*
                 }

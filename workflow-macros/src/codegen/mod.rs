@@ -7,6 +7,7 @@ pub mod authority;
 pub mod graph;
 pub mod handoff;
 pub mod invariants;
+pub mod rejected;
 pub mod spec;
 pub mod tool;
 pub mod workflow;
@@ -23,6 +24,21 @@ use crate::model::workflow::Workflow;
 /// A type's tokens without spaces, as the static graph names it.
 pub fn type_text(ty: &syn::Type) -> String {
     quote!(#ty).to_string().replace(' ', "")
+}
+
+/// Whether an agent is named `name` (one of the generated names: reported).
+pub fn agent_named(wf: &Workflow, name: &str) -> bool {
+    wf.agents.iter().any(|a| a.name.unraw() == name)
+}
+
+/// The generated type `name` (`Spec`, `State`): under a hidden name when
+/// an agent takes it (reported), since the agent's module needs the name.
+pub fn generated(wf: &Workflow, name: &str) -> syn::Ident {
+    if agent_named(wf, name) {
+        format_ident!("__wf_{name}")
+    } else {
+        format_ident!("{name}")
+    }
 }
 
 /// The module-level alias of agent `a`'s input type.

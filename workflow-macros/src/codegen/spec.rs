@@ -13,6 +13,14 @@ use super::{body_call, output_ty};
 
 pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let wf_name = wf.name.unraw().to_string();
+    let (spec, state) = (super::generated(wf, "Spec"), super::generated(wf, "State"));
+    // Left out when an agent takes the name (reported).
+    let executor = (!super::agent_named(wf, "Workflow")).then(|| {
+        quote! {
+            /// The executor of this workflow: `Workflow::new(root, deps).run(input)`.
+            pub type Workflow = ::workflow_core::__private::Executor<#spec>;
+        }
+    });
     let entry = &wf.agents[r.graph.entry];
     let entry_v = entry.variant.clone();
     let input = &entry.input_ty;
@@ -35,7 +43,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let (v, n) = (a.variant.clone(), &a.name);
         let body_future = body_call(a);
         quote! {
-            State::#v(input) => {
+            #state::#v(input) => {
                 let cx = run.receive::<#n::Agent>(&input)?;
                 // The body's future is built where it is awaited (not moved
                 // there), and the timer is boxed: a turn without a limit
@@ -64,17 +72,17 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     });
     let encodes = wf.agents.iter().map(|a| {
         let v = a.variant.clone();
-        quote!(State::#v(payload) => ::workflow_core::__private::encode(out, payload),)
+        quote!(#state::#v(payload) => ::workflow_core::__private::encode(out, payload),)
     });
     let restores = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
         let i = i as u16;
-        quote!(#i => payload.decode().map(State::#v),)
+        quote!(#i => payload.decode().map(#state::#v),)
     });
     let agent_of = wf.agents.iter().enumerate().map(|(i, a)| {
         let v = a.variant.clone();
         let i = i as u16;
-        quote!(State::#v(_) => #i,)
+        quote!(#state::#v(_) => #i,)
     });
     let mut schema_types: Vec<TokenStream> = vec![quote!(#input), output.clone()];
     schema_types.extend(wf.agents.iter().map(|a| {
@@ -98,41 +106,40 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone, Copy, Default)]
-        pub struct Spec;
+        pub struct #spec;
 
-        /// The executor of this workflow: `Workflow::new(root, deps).run(input)`.
-        pub type Workflow = ::workflow_core::__private::Executor<Spec>;
+        #executor
 
         #invariants
 
         /// Which agent runs next, with its input.
-        pub enum State {
+        pub enum #state {
             #(#states),*
         }
 
-        impl ::workflow_core::__private::Workflow for Spec {
+        impl ::workflow_core::__private::Workflow for #spec {
             type Input = #input;
             type Output = #output;
             type Root = #root;
             type Deps = #deps;
-            type State = State;
+            type State = #state;
             const GRAPH: &'static ::workflow_core::__private::Graph = &#graph;
 
             fn start(
                 input: #input,
-                run: &mut ::workflow_core::__private::Runtime<'_, Spec>,
-            ) -> ::workflow_core::__private::Result<State, ::workflow_core::__private::RunError> {
+                run: &mut ::workflow_core::__private::Runtime<'_, #spec>,
+            ) -> ::workflow_core::__private::Result<#state, ::workflow_core::__private::RunError> {
                 let contract =
-                    <#entry_name::Agent as ::workflow_core::__private::Agent<Spec>>::contract(&input);
+                    <#entry_name::Agent as ::workflow_core::__private::Agent<#spec>>::contract(&input);
                 run.handoff(0, &input, contract)?;
-                ::workflow_core::__private::Result::Ok(State::#entry_v(input))
+                ::workflow_core::__private::Result::Ok(#state::#entry_v(input))
             }
 
             fn turn<'a, 'x>(
-                state: State,
-                run: &'a mut ::workflow_core::__private::Runtime<'x, Spec>,
+                state: #state,
+                run: &'a mut ::workflow_core::__private::Runtime<'x, #spec>,
             ) -> impl ::workflow_core::__private::Future<
-                Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<Spec>, ::workflow_core::__private::RunError>,
+                Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<#spec>, ::workflow_core::__private::RunError>,
             > + Send + 'a {
                 async move {
                     match state {
@@ -141,7 +148,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 }
             }
 
-            fn agent_of(state: &State) -> u16 {
+            fn agent_of(state: &#state) -> u16 {
                 match state {
                     #(#agent_of)*
                 }
@@ -150,7 +157,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             fn restore(
                 agent: u16,
                 payload: &::workflow_core::__private::RecordedPayload<'_>,
-            ) -> ::workflow_core::__private::Result<State, ::workflow_core::__private::String> {
+            ) -> ::workflow_core::__private::Result<#state, ::workflow_core::__private::String> {
                 match agent {
                     #(#restores)*
                     _ => ::workflow_core::__private::Result::Err(
@@ -160,7 +167,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
 
             fn encode_state(
-                state: &State,
+                state: &#state,
                 out: &mut ::workflow_core::__private::Vec<u8>,
             ) -> ::workflow_core::__private::Result<::workflow_core::__private::PayloadFormat, ::workflow_core::__private::String> {
                 match state {

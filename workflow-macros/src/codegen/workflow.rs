@@ -8,6 +8,7 @@ use syn::ext::IdentExt;
 
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
+use crate::model::handoff::Handoff;
 use crate::model::workflow::{ModItem, Workflow};
 
 use super::{input_alias, output_ty, tool_input_alias, tool_output_alias};
@@ -19,10 +20,7 @@ pub fn items(wf: &Workflow) -> Vec<TokenStream> {
     wf.items
         .iter()
         .filter_map(|item| match item {
-            ModItem::Handoff { model, .. } => Some(match model {
-                Ok(h) => super::handoff::expand(h),
-                Err(cleaned) => cleaned.to_token_stream(),
-            }),
+            ModItem::Handoff { model, .. } => Some(handoff(model)),
             ModItem::Invariants { item, .. } => {
                 let derives = super::handoff::derives(item, false);
                 Some(quote!(#derives #item))
@@ -44,6 +42,24 @@ pub fn items(wf: &Workflow) -> Vec<TokenStream> {
         .collect()
 }
 
+/// A `#[handoff]` struct as emitted. A rejected one (generic, or without
+/// named fields; reported) still gets the impls of a handoff, so that its
+/// uses elsewhere report nothing more.
+pub fn handoff(model: &Result<Handoff, Box<syn::ItemStruct>>) -> TokenStream {
+    match model {
+        Ok(h) if !h.item.generics.params.is_empty() => {
+            let impls = super::rejected::handoff_impl(&h.item.ident, &h.item.generics);
+            let item = super::handoff::expand(h);
+            quote!(#item #impls)
+        }
+        Ok(h) => super::handoff::expand(h),
+        Err(cleaned) => {
+            let impls = super::rejected::payload_impls(&cleaned.ident, &cleaned.generics);
+            quote!(#cleaned #impls)
+        }
+    }
+}
+
 /// The whole module, user items first, generated items after.
 pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let Workflow {
@@ -53,7 +69,7 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let (authority_items, tool_items) = (super::authority::authorities(wf), super::tool::tools(wf));
     // An agent named like a generated module (reported) gets that module's
     // items in its own module, so nothing else breaks.
-    let named = |n: &str| wf.agents.iter().any(|a| a.name.unraw() == n);
+    let named = |n: &str| super::agent_named(wf, n);
     let authority = (!named("authority")).then(|| {
         quote! {
             /// The authorities of this workflow, one type each.
@@ -85,6 +101,23 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
     let max_doc = format!(
         "Upper bound on agent turns in any run of `{name}`, computed from the loop bounds."
     );
+    // An agent named like one of these (reported) keeps its name; the
+    // constant is left out, so nothing else breaks.
+    let max_hops_const = (!named("MAX_HOPS")).then(|| {
+        quote! {
+            #[doc = #max_doc]
+            pub const MAX_HOPS: u32 = #max_hops;
+        }
+    });
+    let spec_ty = super::generated(wf, "Spec");
+    let graph_const = (!named("GRAPH")).then(|| {
+        quote! {
+            /// The workflow's static graph: its agents, edges, tools and
+            /// bounds (what the manifest publishes).
+            pub const GRAPH: &'static ::workflow_core::__private::Graph =
+                <#spec_ty as ::workflow_core::__private::Workflow>::GRAPH;
+        }
+    });
     let (inner, outer): (Vec<_>, Vec<_>) = attrs
         .iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
@@ -94,13 +127,8 @@ pub fn expand(wf: &Workflow, r: &Resolved) -> TokenStream {
             #(#inner)*
             #(#items)*
 
-            #[doc = #max_doc]
-            pub const MAX_HOPS: u32 = #max_hops;
-
-            /// The workflow's static graph: its agents, edges, tools and
-            /// bounds (what the manifest publishes).
-            pub const GRAPH: &'static ::workflow_core::__private::Graph =
-                <Spec as ::workflow_core::__private::Workflow>::GRAPH;
+            #max_hops_const
+            #graph_const
 
             #aliases
             #authority
@@ -148,9 +176,11 @@ fn aliases(wf: &Workflow) -> TokenStream {
     }
 }
 
-/// Compile-time assertion: the receiver of each edge owns the authority its
+/// Compile-time assertions: the receiver of each edge owns the authority its
 /// payload delegates; the error lands on the receiver's name in `to = [...]`.
+/// The edge from the caller into the entry is one of them (`entry_owns`).
 pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
+    let entry = entry_owns(wf, r);
     let asserts = r
         .graph
         .edges
@@ -167,5 +197,54 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
                 >();
             })
         });
-    quote!(#(#asserts)*)
+    quote!(#entry #(#asserts)*)
+}
+
+/// The edge from the caller into the entry: when the workflow's input is a
+/// handoff, the entry must own the authority it delegates (an input that
+/// is not a handoff delegates nothing). Whether the input is a handoff is
+/// only known to the compiler, hence autoref specialisation: the probe
+/// finds the handoff's authority, or `UnknownAuthority` (owned by every
+/// agent) for any other type. The error lands on `entry = ..`'s agent.
+fn entry_owns(wf: &Workflow, r: &Resolved) -> TokenStream {
+    let agent = &wf.agents[r.graph.entry];
+    let name = &agent.name;
+    let input = input_alias(agent);
+    let span = wf.args.entry.as_ref().map_or(name.span(), |e| e.span());
+    let check = quote_spanned! {span=>
+        fn __check(probe: __Probe<#input>) {
+            __entry_owns((&probe).authority());
+        }
+    };
+    quote! {
+        #[allow(dead_code, non_camel_case_types)]
+        const _: () = {
+            struct __Probe<T>(fn() -> T);
+            trait __AuthorityOfHandoff {
+                type Authority;
+                fn authority(&self) -> ::workflow_core::__private::Option<Self::Authority>;
+            }
+            impl<T: ::workflow_core::__private::Handoff> __AuthorityOfHandoff for __Probe<T> {
+                type Authority = <T as ::workflow_core::__private::Handoff>::Authority;
+                fn authority(&self) -> ::workflow_core::__private::Option<Self::Authority> {
+                    ::workflow_core::__private::Option::None
+                }
+            }
+            trait __AuthorityOfAnything {
+                fn authority(&self) -> ::workflow_core::__private::Option<::workflow_core::__private::UnknownAuthority>;
+            }
+            impl<T> __AuthorityOfAnything for &__Probe<T> {
+                fn authority(&self) -> ::workflow_core::__private::Option<::workflow_core::__private::UnknownAuthority> {
+                    ::workflow_core::__private::Option::None
+                }
+            }
+            fn __entry_owns<Au: ::workflow_core::__private::Authority>(
+                _: ::workflow_core::__private::Option<Au>,
+            ) where
+                #name::Agent: ::workflow_core::__private::Owns<Au>,
+            {
+            }
+            #check
+        };
+    }
 }

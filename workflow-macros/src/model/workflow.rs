@@ -88,6 +88,11 @@ pub const GENERATED_NAMES: [&str; 7] = [
     "tools",
 ];
 
+/// The prefix of the hidden names the macro generates in the module (the
+/// aliases of the user's types, the output's contract): agents may not
+/// take it, since an agent's module and function could clash with them.
+pub const GENERATED_PREFIX: &str = "__wf_";
+
 /// The generated modules among [`GENERATED_NAMES`] (an agent is a module too).
 pub const GENERATED_MODULES: [&str; 2] = ["authority", "tools"];
 

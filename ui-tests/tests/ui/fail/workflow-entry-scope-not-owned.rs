@@ -1,0 +1,37 @@
+//! The workflow's input is a handoff scoped to `authority::Apply`, but the
+//! entry `planner` does not own it (`terraform` does): the edge from the
+//! caller into the entry would delegate an authority its receiver cannot
+//! exercise, and every run would be rejected at the first receipt.
+
+use workflow_core::prelude::*;
+
+#[workflow(entry = planner, output = String)]
+mod wf {
+    use super::*;
+
+    #[handoff]
+    pub struct Plan {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Apply>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[agent(owns = [Design], to = [terraform])]
+    async fn planner(_input: Plan, _cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+        todo!()
+    }
+
+    #[agent(owns = [Apply], to = [END])]
+    async fn terraform(_input: Plan, _cx: terraform::Context<'_>) -> Result<terraform::Next, Reject> {
+        todo!()
+    }
+}
+
+fn main() {}
