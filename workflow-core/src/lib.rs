@@ -86,8 +86,9 @@ pub use spec::{
     FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
     OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError, RecordedPayload,
     Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition,
-    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolError, ToolErrorKind, ToolInfo,
-    TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage, Workflow,
+    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind,
+    ToolInfo, TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage,
+    Workflow,
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,
@@ -137,8 +138,8 @@ pub mod __private {
         Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractView, EdgeInfo,
         Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph, Handoff, Invariants,
         Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route, RunError, Runtime,
-        SchemaSet, StopConditions, Then, Tool, ToolError, ToolInfo, TransferView, Transition,
-        Workflow,
+        SchemaSet, StopConditions, Then, Tool, ToolCallPermit, ToolError, ToolInfo, TransferView,
+        Transition, Workflow,
     };
 
     /// The index of the first edge from `from` to `to` in `graph`.
@@ -211,7 +212,6 @@ pub mod __private {
         serde_json::to_value(value).map_err(|e| e.to_string())
     }
 
-    pub use crate::run::call_id;
     pub use crate::spec::UnknownAuthority;
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).

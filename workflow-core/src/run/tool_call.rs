@@ -169,7 +169,12 @@ async fn call_with_retries<W: Workflow, T: Tool<W>>(
                 ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
             })?,
         };
-        let result = match crate::run::with_call_id(id, tool.call(this, deps)).await {
+        let result = match crate::run::with_call_id(
+            id,
+            tool.call(this, deps, crate::spec::ToolCallPermit::new()),
+        )
+        .await
+        {
             Ok(out) => fail_fast::<W, T>(out),
             Err(e) => Err(e),
         };

@@ -170,12 +170,32 @@ pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
     type Input: Payload;
     /// Its output: fails fast when empty, partial or a failure status.
     type Output: Payload + FailFast;
-    /// Calls the tool.
+    /// Calls the tool. Only `cx.call` can: it alone makes the
+    /// [`ToolCallPermit`], after the grant, the scope and the budget are
+    /// checked, and it records the call; an agent cannot call a tool around
+    /// them.
     fn call(
         self,
         input: Self::Input,
         deps: &W::Deps,
+        permit: ToolCallPermit,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// What `Tool::call` takes so that only `cx.call` calls a tool: a value no
+/// code outside this crate can make (its field is private and it has no
+/// public constructor). Implement `Tool::call` with a parameter of this
+/// type; you never make one.
+#[derive(Debug)]
+pub struct ToolCallPermit {
+    _sealed: (),
+}
+
+impl ToolCallPermit {
+    /// The permit for a call `cx.call` has checked.
+    pub(crate) fn new() -> Self {
+        ToolCallPermit { _sealed: () }
+    }
 }
 
 /// Marks that agent `Self` is granted tool `T`; generated from `tools = [...]`.

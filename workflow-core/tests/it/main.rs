@@ -23,7 +23,6 @@ pub mod replay;
 pub mod resumed_tool_calls;
 pub mod schema_identity;
 pub mod schemas;
-pub mod sealed_tools;
 pub mod session;
 pub mod telemetry;
 pub mod unscoped;

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use workflow_core::tool::ToolOutcome;
 use workflow_core::{
     Agent, AgentInfo, Budget, Context, ContractView, EdgeInfo, Executor, Granted, Graph, Node,
-    OnReject, Receipt, Reject, RejectReason, Route, RunError, Runtime, SchemaSet, Tool, ToolError,
-    ToolErrorKind, Transition, Usage, Workflow,
+    OnReject, Receipt, Reject, RejectReason, Route, RunError, Runtime, SchemaSet, Tool,
+    ToolCallPermit, ToolError, ToolErrorKind, Transition, Usage, Workflow,
 };
 
 use crate::fixtures::{assert_rejected, receipts, route};
@@ -142,7 +142,12 @@ macro_rules! tool {
             const NEEDS: Option<&'static str> = Some($needs);
             type Input = ();
             type Output = u32;
-            async fn call(self, (): (), doors: &Arc<Doors>) -> Result<u32, ToolError> {
+            async fn call(
+                self,
+                (): (),
+                doors: &Arc<Doors>,
+                _: ToolCallPermit,
+            ) -> Result<u32, ToolError> {
                 Ok(doors.$counter.fetch_add(1, Ordering::SeqCst) + 1)
             }
         }

@@ -55,9 +55,6 @@ pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
     let output_decl = quote::quote_spanned!(output_span=> type Output = #output_alias;);
     let effect = tool_effect(t);
     let fallback = tool_fallback(t);
-    let outside = format!(
-        "the tool `{text}` was called outside `cx.call`; call it with `cx.call(tools::{text}, input)`, which checks the grant and records the call"
-    );
     let (body, allow) = if !t.callable {
         (
             quote! {
@@ -91,19 +88,11 @@ pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
                     self,
                     input: #input_alias,
                     deps: &<Spec as ::workflow_core::__private::Workflow>::Deps,
+                    _permit: ::workflow_core::__private::ToolCallPermit,
                 ) -> impl ::workflow_core::__private::Future<
                     Output = ::workflow_core::__private::Result<#output_alias, ::workflow_core::__private::ToolError>,
                 > + Send {
-                    async move {
-                        // `cx.call` runs every call under its call id; a
-                        // call by hand has none and runs nothing.
-                        if ::workflow_core::__private::call_id().is_none() {
-                            return ::workflow_core::__private::Result::Err(
-                                ::workflow_core::__private::ToolError::new(#text, #outside),
-                            );
-                        }
-                        #body
-                    }
+                    async move { #body }
                 }
             }
         };
