@@ -55,7 +55,9 @@ impl<'x, W: Workflow> Session<'x, W> {
             }
         };
         let turn = match W::turn(state, &mut self.run).await {
-            Err(_) if self.run.is_returning() => self.run.return_to_sender().map(Transition::To),
+            Err(RunError::Rejected { .. }) if self.run.is_returning() => {
+                self.run.return_to_sender().map(Transition::To)
+            }
             other => other,
         };
         match turn {

@@ -1,6 +1,8 @@
 //! The receipt: the checks a transfer passes before its receiver works, one
-//! function each, called from one place ([`Runtime::check_receipt`]) in the
-//! order the book's enforcement chapter documents. Each returns the reason
+//! function each, called in the order the book's enforcement chapter
+//! documents from [`Runtime::check_receipt`] (the checks on the payload also
+//! from `Runtime::end`, for the transfer to `END`, and the pre-conditions
+//! from the first delivery, once the receiver's context exists). Each returns the reason
 //! to reject, or `None`; the first reason found decides the receipt.
 //!
 //! The order: hop cap, run deadline, budgets, scope owned by the receiver,
@@ -154,6 +156,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Ok(v) => v,
             Err(e) => return Some(unreadable(e)),
         };
+        if let Some(reason) = check_forbidden_fields::<W>(&payload) {
+            return Some(reason);
+        }
         let entry = self.transcript.entries.get(i)?;
         let edge = W::GRAPH.edges.get(entry.edge as usize)?;
         let view = TransferView {
@@ -165,9 +170,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             payload_type: edge.payload,
             payload: &payload,
         };
-        check_forbidden_fields::<W>(&payload)
-            .or_else(|| check_invariants(self.root, &view))
-            .or_else(|| self.check_gate(contract, &view))
+        check_invariants(self.root, &view).or_else(|| self.check_gate(contract, &view))
     }
 
     /// The payload is larger in tokens (by the executor's counter) than its

@@ -599,10 +599,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             / 1000
     }
 
-    /// Decides the receipt of the pending transfer to agent `A`: hop cap,
-    /// run deadline and budgets, the scope (owned, not expired), stop
-    /// conditions, size limits, a returned handoff sent again unchanged,
-    /// forbidden fields, invariants, the gate, pre-conditions. On acceptance
+    /// Starts agent `A`'s turn as the run's `TurnStart` says; a first
+    /// delivery decides its receipt (the checks in `run/receipt.rs`, in
+    /// their order, then the pre-conditions). On acceptance
     /// the turn is counted and the agent's context returned; on rejection
     /// the record says why and the rejection is routed as `A` declares.
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all

@@ -171,7 +171,7 @@ async fn call_with_retries<W: Workflow, T: Tool<W>>(
         };
         let result = match crate::run::with_call_id(
             id,
-            tool.call(this, deps, crate::spec::ToolCallPermit::new()),
+            tool.call(this, deps, crate::spec::ToolCallPermit::<T>::new()),
         )
         .await
         {

@@ -119,8 +119,10 @@ pub enum ToolErrorKind {
     Partial,
     /// The result did not match the tool's output schema.
     Schema,
-    /// The call is outside the scope of the handoff the agent works under
-    /// (another authority, or an expired delegation).
+    /// The call is outside the agent's authority: the handoff it works
+    /// under delegates another authority, or the delegation has expired, or
+    /// (under no delegation) the agent does not own the authority the tool
+    /// needs.
     OutOfScope,
     /// The run's tool-call budget is used up.
     Budget,
@@ -301,7 +303,7 @@ pub enum RunError {
     Protocol(String),
     /// The ledger could not store a record; the run stopped before any
     /// agent worked on the unrecorded transfer.
-    #[error("the ledger could not store a record: {0}")]
+    #[error("the ledger could not store a record")]
     Ledger(#[source] LedgerError),
     /// A run could not be resumed from its records.
     #[error("the run cannot be resumed: {0}")]

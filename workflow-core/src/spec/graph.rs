@@ -71,7 +71,9 @@ pub enum OnReject {
     /// The run stops with the rejection (the default).
     #[default]
     Abort,
-    /// The run is suspended for a person's decision.
+    /// The run is suspended for a person's decision (except for the
+    /// run-wide limits and an authority the receiver does not own, which
+    /// stop the run: no approval lifts them).
     Escalate,
     /// The handoff goes back to its sender, whose turn runs again with the
     /// rejection in its context; at most `max` times per run.

@@ -56,7 +56,9 @@ pub trait Workflow: Sized + Send + Sync + 'static {
                 match Self::turn(state, run).await {
                     Ok(Transition::To(next)) => state = next,
                     Ok(Transition::End(output)) => return Ok(output),
-                    Err(_) if run.is_returning() => state = run.return_to_sender()?,
+                    Err(RunError::Rejected { .. }) if run.is_returning() => {
+                        state = run.return_to_sender()?
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -178,23 +180,26 @@ pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
         self,
         input: Self::Input,
         deps: &W::Deps,
-        permit: ToolCallPermit,
+        permit: ToolCallPermit<Self>,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
 }
 
 /// What `Tool::call` takes so that only `cx.call` calls a tool: a value no
 /// code outside this crate can make (its field is private and it has no
-/// public constructor). Implement `Tool::call` with a parameter of this
-/// type; you never make one.
+/// public constructor), for one tool type `T` (a tool's body cannot hand
+/// its permit to another tool). Implement `Tool::call` with a parameter of
+/// this type; you never make one.
 #[derive(Debug)]
-pub struct ToolCallPermit {
-    _sealed: (),
+pub struct ToolCallPermit<T> {
+    _sealed: std::marker::PhantomData<fn() -> T>,
 }
 
-impl ToolCallPermit {
+impl<T> ToolCallPermit<T> {
     /// The permit for a call `cx.call` has checked.
     pub(crate) fn new() -> Self {
-        ToolCallPermit { _sealed: () }
+        ToolCallPermit {
+            _sealed: std::marker::PhantomData,
+        }
     }
 }
 

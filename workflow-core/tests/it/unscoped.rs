@@ -146,7 +146,7 @@ macro_rules! tool {
                 self,
                 (): (),
                 doors: &Arc<Doors>,
-                _: ToolCallPermit,
+                _: ToolCallPermit<Self>,
             ) -> Result<u32, ToolError> {
                 Ok(doors.$counter.fetch_add(1, Ordering::SeqCst) + 1)
             }

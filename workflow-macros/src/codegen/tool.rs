@@ -6,8 +6,8 @@
 //! block: nothing outside the block can name it, so an agent cannot call
 //! it around the grant, the scope check, fail-fast, the journal and the
 //! record. The block's `Tool` impl is the only caller, and its `call`
-//! refuses to run outside `cx.call` (no call id), so calling the trait
-//! method by hand from an agent runs nothing either.
+//! takes a `ToolCallPermit<Self>` that only `cx.call` can make, so calling
+//! the trait method by hand does not compile either.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -88,7 +88,7 @@ pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
                     self,
                     input: #input_alias,
                     deps: &<Spec as ::workflow_core::__private::Workflow>::Deps,
-                    _permit: ::workflow_core::__private::ToolCallPermit,
+                    _permit: ::workflow_core::__private::ToolCallPermit<Self>,
                 ) -> impl ::workflow_core::__private::Future<
                     Output = ::workflow_core::__private::Result<#output_alias, ::workflow_core::__private::ToolError>,
                 > + Send {

@@ -16,7 +16,7 @@ mod wf {
     #[agent(to = [END])]
     async fn network(vpc: String, _cx: network::Context<'_>) -> Result<network::Next, Reject> {
         let forged = tools::describe_vpcs
-            .call(vpc, &(), ToolCallPermit { _sealed: () })
+            .call(vpc, &(), ToolCallPermit { _sealed: std::marker::PhantomData })
             .await?;
         Ok(network::Next::End(forged))
     }
