@@ -68,6 +68,15 @@ pub(crate) struct TurnLog {
     pub(crate) model_calls: Vec<crate::spec::ModelCallRecord>,
 }
 
+impl TurnLog {
+    /// What the run has spent: before this turn, and in it.
+    pub(crate) fn spent(&self) -> Usage {
+        let mut spent = self.spent_before;
+        spent.add(&self.usage);
+        spent
+    }
+}
+
 impl RunShared {
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, TurnLog> {
         // A panic in another task holding the lock leaves a log that is
@@ -84,8 +93,7 @@ impl RunShared {
         let mut log = self.lock();
         log.usage.add(&usage);
         self.mark();
-        let mut spent = log.spent_before;
-        spent.add(&log.usage);
+        let spent = log.spent();
         match self.budget.and_then(|b| b.over(&spent, false)) {
             Some((budget, limit, spent)) => Err(BudgetExhausted {
                 budget,
@@ -199,10 +207,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 
     /// What the run has spent so far, this turn included.
     pub fn spent(&self) -> Usage {
-        let log = self.shared.lock();
-        let mut spent = log.spent_before;
-        spent.add(&log.usage);
-        spent
+        self.shared.lock().spent()
     }
 
     /// Calls a tool this agent is granted.

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use crate::run::{Context, Runtime};
-use crate::spec::{Agent, ContractView, Expiry, Invariants, Moment, RejectReason, TransferView};
+use crate::spec::{Agent, ContractView, Invariants, Moment, RejectReason, TransferView};
 use crate::spec::{Authority, UnknownAuthority, Workflow};
 
 impl<'x, W: Workflow> Runtime<'x, W> {
@@ -77,13 +77,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The delegated scope has expired (by hop or wall clock).
     fn check_scope_expired(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
-        let moment = self.moment();
-        let expired = match contract.expires {
-            Expiry::Never => false,
-            Expiry::AtHop(hop) => moment.hop > hop,
-            Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
-        };
-        if !expired {
+        if !contract.expires.expired_at(&self.moment()) {
             return None;
         }
         Some(RejectReason::ScopeExpired {

@@ -505,14 +505,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 RunError::Rejected { from, to, reason }
             }
         };
-        self.handoff_event();
-        crate::observe::telemetry::receipt_decided::<W>(
-            self.transcript.entries.last().map(|e| e.edge),
-            || {
-                self.transcript
-                    .receipt(self.transcript.len().saturating_sub(1))
-            },
-        );
+        self.receipt_decided();
         // A rejection the ledger could not keep is reported as that, and
         // the run stops there.
         match self.commit_last() {
@@ -724,14 +717,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         self.commit_last()?;
-        self.handoff_event();
-        crate::observe::telemetry::receipt_decided::<W>(
-            self.transcript.entries.last().map(|e| e.edge),
-            || {
-                self.transcript
-                    .receipt(self.transcript.len().saturating_sub(1))
-            },
-        );
+        self.receipt_decided();
         self.turn_input = i;
         self.progress::<A>();
         self.begin_turn(contract);
@@ -741,6 +727,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         self.hops += 1;
         Ok(cx)
+    }
+
+    /// Tells the spans and the metrics that the last transfer's receipt was
+    /// decided.
+    #[inline]
+    fn receipt_decided(&self) {
+        self.handoff_event();
+        crate::observe::telemetry::receipt_decided::<W>(
+            self.transcript.entries.last().map(|e| e.edge),
+            || {
+                self.transcript
+                    .receipt(self.transcript.len().saturating_sub(1))
+            },
+        );
     }
 
     /// Tells the progress callback, if any, that agent `A`'s turn starts.

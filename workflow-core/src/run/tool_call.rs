@@ -45,12 +45,7 @@ fn check_scope(
             ),
         ));
     }
-    let expired = match expires {
-        Expiry::Never => false,
-        Expiry::AtHop(h) => hop > h,
-        Expiry::AtUnixMs(ms) => crate::spec::Moment::at_hop(hop).unix_ms() >= ms,
-    };
-    if expired {
+    if expires.expired_at(&crate::spec::Moment::at_hop(hop)) {
         return Err(ToolError::of(
             tool,
             ToolErrorKind::OutOfScope,
@@ -132,8 +127,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
 fn charge_call<W: Workflow, T: Tool<W>>(shared: &RunShared) -> Result<(), ToolError> {
     let mut log = shared.lock();
     log.usage.tool_calls += 1;
-    let mut spent = log.spent_before;
-    spent.add(&log.usage);
+    let spent = log.spent();
     if let Some(budget) = shared.budget
         && let Some(limit) = budget.tool_calls
         && spent.tool_calls > limit

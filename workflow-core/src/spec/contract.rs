@@ -88,6 +88,18 @@ pub enum Expiry {
     AtUnixMs(u64),
 }
 
+impl Expiry {
+    /// Whether a delegation with this expiry has expired at `moment` (past
+    /// its hop, or at or past its wall-clock time).
+    pub fn expired_at(self, moment: &Moment) -> bool {
+        match self {
+            Expiry::Never => false,
+            Expiry::AtHop(hop) => moment.hop > hop,
+            Expiry::AtUnixMs(ms) => moment.unix_ms() >= ms,
+        }
+    }
+}
+
 /// The authority a handoff asks its receiver to exercise, and until when.
 ///
 /// The authority is a type, so the compiler checks that the receiver owns

@@ -9,6 +9,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::{Generics, Ident};
 
 /// The `Handoff` impl of a rejected handoff: no parts, the authority every
@@ -64,7 +65,7 @@ pub fn payload_impls(ident: &Ident, generics: &Generics) -> TokenStream {
     de_generics.params.insert(0, syn::parse_quote!('__de));
     let (de_impl_g, _, _) = de_generics.split_for_impl();
     let p = quote!(::workflow_core::__private);
-    let name = ident.to_string();
+    let name = ident.unraw().to_string();
     let why = format!("`{name}` is not a valid `#[handoff]` (reported at compile time)");
     let handoff = handoff_impl(ident, generics);
     quote! {
