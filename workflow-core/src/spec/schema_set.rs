@@ -45,6 +45,11 @@ pub struct SchemaSet {
     /// The workflow whose own types are being added (`SchemaSet::of`):
     /// their names are qualified with it ([`published_name`]).
     pub(crate) workflow: Option<&'static str>,
+    /// The Rust type (module path and name, schemars' `schema_id`) of each
+    /// workflow-scoped schema, published as `x-rust-type`: two workflows
+    /// with the same name in different modules publish the same file names,
+    /// and this is what tells their schemas apart.
+    pub(crate) types: BTreeMap<String, String>,
 }
 
 impl SchemaSet {
@@ -70,6 +75,9 @@ impl SchemaSet {
             }
             Some(_) => {}
             None => {
+                if self.workflow.is_some() {
+                    self.types.insert(name.clone(), T::schema_id().into_owned());
+                }
                 self.schemas.insert(name, value);
             }
         }
@@ -97,6 +105,9 @@ impl SchemaSet {
         let mut schema = self.schemas.get(name)?.clone();
         if let Value::Object(fields) = &mut schema {
             fields.insert("$id".to_owned(), Value::String(schema_file(name)));
+            if let Some(rust_type) = self.types.get(name) {
+                fields.insert("x-rust-type".to_owned(), Value::String(rust_type.clone()));
+            }
         }
         Some(schema)
     }

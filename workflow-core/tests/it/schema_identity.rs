@@ -220,3 +220,66 @@ fn a_publication_is_never_exported_over_another_workflows() {
     north.export(&dir).expect("its own folder");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two workflows named `flow`, in different modules, each with its own
+/// `Same`: same published names, same `$id`s, different Rust types.
+pub mod elsewhere {
+    use super::*;
+
+    /// The first `flow`.
+    pub mod one {
+        use super::*;
+
+        #[workflow(entry = first, output = twins::a::Same)]
+        pub mod flow {
+            use super::*;
+
+            #[agent(owns = [Count], to = [END])]
+            async fn first(x: u32, _cx: first::Context<'_>) -> Result<first::Next, Reject> {
+                Ok(first::Next::End(twins::a::Same { x }))
+            }
+        }
+    }
+
+    /// The second `flow`.
+    pub mod two {
+        use super::*;
+
+        #[workflow(entry = first, output = twins::b::Same)]
+        pub mod flow {
+            use super::*;
+
+            #[agent(owns = [Name], to = [END])]
+            async fn first(x: u32, _cx: first::Context<'_>) -> Result<first::Next, Reject> {
+                Ok(first::Next::End(twins::b::Same { y: x.to_string() }))
+            }
+        }
+    }
+}
+
+#[test]
+fn a_workflow_of_the_same_name_in_another_module_never_overwrites_the_first() {
+    let dir = temp_dir("same-name");
+    let one = Publication::of::<elsewhere::one::flow::Spec>();
+    let two = Publication::of::<elsewhere::two::flow::Spec>();
+    one.export(&dir).expect("the first export");
+    let before = read(&dir.join("flow.Same.schema.json"));
+    assert_eq!(before["$id"], "flow.Same.schema.json");
+    assert!(
+        before["x-rust-type"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("twins::a::Same")),
+        "{before:#}"
+    );
+    let refused = two.export(&dir).expect_err("the same names, other types");
+    assert_eq!(refused.kind(), ErrorKind::AlreadyExists);
+    assert!(refused.to_string().contains("twins::a::Same"), "{refused}");
+    assert_eq!(
+        read(&dir.join("flow.Same.schema.json")),
+        before,
+        "left as it was"
+    );
+    // Its own re-export is not refused.
+    one.export(&dir).expect("the same workflow again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
