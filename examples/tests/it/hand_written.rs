@@ -212,7 +212,21 @@ fn the_published_shape_is_the_same() {
             "schema {name}"
         );
     }
-    assert_eq!(hs, ms);
+    // As published, they differ only in the Rust types they were made from
+    // (the twin's types live in another module): `x-rust-type`.
+    let strip = |mut v: serde_json::Value| {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("x-rust-type");
+        }
+        v
+    };
+    for name in hs.names() {
+        assert_eq!(
+            strip(hs.published(name).unwrap()),
+            strip(ms.published(name).unwrap()),
+            "published {name}"
+        );
+    }
 
     let (h, m) = (&by_hand::GRAPH, by_macro::GRAPH);
     assert_eq!((h.name, h.input, h.output), (m.name, m.input, m.output));
