@@ -166,9 +166,7 @@ pub mod __private {
 
     /// The JSON Schema (draft 2020-12) of `T`, for the static graph.
     pub fn schema_doc<T: schemars::JsonSchema>() -> schemars::Schema {
-        schemars::generate::SchemaSettings::draft2020_12()
-            .into_generator()
-            .into_root_schema_for::<T>()
+        crate::spec::root_schema_doc::<T>()
     }
 
     /// Writes the canonical bytes of `payload` (for `Workflow::encode_state`).

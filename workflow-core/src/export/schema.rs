@@ -13,10 +13,7 @@ use crate::spec::{Evidence, Expiry, Operation, StopWhen, Uncertainty};
 use crate::spec::{Receipt, TransferRecord};
 
 use crate::spec::SchemaSet;
-/// The file name a schema is exported under (and its `$id`).
-pub fn file_name(schema: &str) -> String {
-    crate::spec::schema_file(schema)
-}
+pub use crate::spec::schema_file as file_name;
 
 impl SchemaSet {
     /// Every schema of workflow `W`: its payloads, input, output, tool
@@ -168,7 +165,7 @@ impl SchemaSet {
             Ok(entries) => {
                 for entry in entries.flatten() {
                     let file = entry.file_name().to_string_lossy().into_owned();
-                    if let Some(name) = file.strip_suffix(".schema.json")
+                    if let Some(name) = file.strip_suffix(crate::spec::SCHEMA_FILE_SUFFIX)
                         && !self.schemas.contains_key(name)
                     {
                         drift.removed.push(name.to_owned());

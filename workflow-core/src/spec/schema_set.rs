@@ -11,10 +11,15 @@ use serde_json::Value;
 /// publishes for it, and the response format a model is asked to follow
 /// (`workflow_core::llm`).
 pub fn root_schema<T: JsonSchema + ?Sized>() -> Value {
+    root_schema_doc::<T>().to_value()
+}
+
+/// [`root_schema`] as schemars' document (what the static graph holds): the
+/// one place the settings are chosen.
+pub(crate) fn root_schema_doc<T: JsonSchema + ?Sized>() -> schemars::Schema {
     SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>()
-        .to_value()
 }
 
 /// The name the schema `schema` of one of workflow `workflow`'s own types
@@ -31,8 +36,11 @@ pub fn published_name(workflow: &str, schema: &str) -> String {
 /// The file a schema named `name` is exported to, `<name>.schema.json`,
 /// which is also the schema's `$id`.
 pub fn schema_file(name: &str) -> String {
-    format!("{name}.schema.json")
+    format!("{name}{SCHEMA_FILE_SUFFIX}")
 }
+
+/// How every schema file's name ends.
+pub(crate) const SCHEMA_FILE_SUFFIX: &str = ".schema.json";
 
 /// A set of named root schemas, ordered by name. Exported, each file
 /// also carries an `$id`, its file name ([`schema_file`]), so that it says
