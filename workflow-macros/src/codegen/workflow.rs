@@ -190,14 +190,39 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
             let Target::Agent(b) = e.to else { return None };
             let receiver = &wf.agents[b].name;
             let payload = &wf.agents[b].input_ty;
+            // The authority is projected at the span of the handoff's
+            // `#[authority]` type when the handoff is the module's own: a
+            // type that is not a scope is then reported once, on the field
+            // (the compiler merges the identical error), not again at each
+            // edge that carries it.
+            let at = authority_type_span(wf, payload).unwrap_or_else(|| token.span());
+            let authority = quote_spanned! {at=>
+                <#payload as ::workflow_core::__private::Handoff>::Authority
+            };
             Some(quote_spanned! {token.span()=>
                 const _: () = ::workflow_core::__private::assert_owns::<
                     #receiver::Agent,
-                    <#payload as ::workflow_core::__private::Handoff>::Authority,
+                    #authority,
                 >();
             })
         });
     quote!(#entry #(#asserts)*)
+}
+
+/// The span of the `#[authority]` part's type of `payload` when `payload`
+/// names a `#[handoff]` struct of this module (by its bare name).
+fn authority_type_span(wf: &Workflow, payload: &syn::Type) -> Option<proc_macro2::Span> {
+    let syn::Type::Path(path) = payload else {
+        return None;
+    };
+    let name = path.path.get_ident()?;
+    wf.items.iter().find_map(|item| match item {
+        ModItem::Handoff { model: Ok(h), .. } if h.item.ident == *name => h
+            .counted_parts()
+            .find(|p| p.part == 1)
+            .map(|p| syn::spanned::Spanned::span(&p.ty)),
+        _ => None,
+    })
 }
 
 /// The edge from the caller into the entry: when the workflow's input is a
@@ -206,11 +231,26 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
 /// only known to the compiler, hence autoref specialisation: the probe
 /// finds the handoff's authority, or `UnknownAuthority` (owned by every
 /// agent) for any other type. The error lands on `entry = ..`'s agent.
+/// An input that is one of the module's own handoffs needs no probe.
 fn entry_owns(wf: &Workflow, r: &Resolved) -> TokenStream {
     let agent = &wf.agents[r.graph.entry];
     let name = &agent.name;
     let input = input_alias(agent);
     let span = wf.args.entry.as_ref().map_or(name.span(), |e| e.span());
+    // The module's own handoff: asserted directly, like any other edge (its
+    // authority projected at the field's type, so a type that is not a
+    // scope is reported once).
+    if let Some(at) = authority_type_span(wf, &agent.input_ty) {
+        let payload = &agent.input_ty;
+        let mut name = name.clone();
+        name.set_span(span);
+        let authority = quote_spanned! {at=>
+            <#payload as ::workflow_core::__private::Handoff>::Authority
+        };
+        return quote_spanned! {span=>
+            const _: () = ::workflow_core::__private::assert_owns::<#name::Agent, #authority>();
+        };
+    }
     let check = quote_spanned! {span=>
         fn __check(probe: __Probe<#input>) {
             __entry_owns((&probe).authority());
