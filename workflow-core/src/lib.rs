@@ -82,14 +82,15 @@ pub use run::{
 };
 pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
-    ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
-    FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
-    OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError, RecordedPayload,
-    Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition,
-    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind,
-    ToolInfo, TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage,
-    Workflow,
+    Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, Endpoint,
+    Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph, Handoff,
+    Invariants, Moment, Node, OnReject, OpenQuestions, Operation, OperationPart, Owns, Payload,
+    Receipt, RecordError, RecordedPayload, Reject, RejectReason, Route, RunError, SchemaName,
+    SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool,
+    ToolCallPermit, ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition,
+    TurnRecord, Uncertainty, Unset, Unusable, Usage, Workflow,
 };
+pub use spec::{EvidenceSaid, OpenSaid};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
@@ -119,8 +120,8 @@ pub mod prelude {
     pub use crate::drive::{Aborted, Completed, Executor, Step, Suspension};
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::{
-        Budget, Decision, Evidence, Expiry, FailFast, Handoff, Operation, Receipt, Reject,
-        RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,
+        Budget, Contract, Decision, Evidence, Expiry, FailFast, Handoff, Operation, Receipt,
+        Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,
         TransferView, Uncertainty, Unusable, Usage,
     };
     #[cfg(feature = "macros")]
@@ -135,11 +136,11 @@ pub mod __private {
     // macro crate.
     pub use crate::ledger::PayloadFormat;
     pub use crate::{
-        Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractView, EdgeInfo,
-        Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph, Handoff, Invariants,
-        Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route, RunError, Runtime,
-        SchemaSet, StopConditions, Then, Tool, ToolCallPermit, ToolError, ToolInfo, TransferView,
-        Transition, Workflow,
+        Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractParts,
+        ContractView, EdgeInfo, Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph,
+        Handoff, Invariants, Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route,
+        RunError, Runtime, SchemaSet, StopConditions, Then, Tool, ToolCallPermit, ToolError,
+        ToolInfo, TransferView, Transition, Workflow,
     };
 
     /// The index of the first edge from `from` to `to` in `graph`.

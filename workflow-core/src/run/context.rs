@@ -160,6 +160,21 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         Scope::new(authority)
     }
 
+    /// A contract for a handoff asking for `op` under `authority`, with the
+    /// defaults the runtime knows: the scope ends with the receiver's turn
+    /// (the next hop), the stop is at the workflow's bound (`MAX_HOPS`).
+    /// Say the evidence and the open questions, then `build()`:
+    /// `cx.contract(authority::Apply, op).evidence([e]).open([]).build()`.
+    /// `.scope(..)` and `.stop(..)` replace the defaults.
+    pub fn contract<Au: Authority>(
+        &self,
+        authority: Au,
+        op: crate::spec::Operation,
+    ) -> crate::spec::ContractBuilder<Au> {
+        let _ = authority;
+        crate::spec::contract_at::<Au>(op, self.hop, W::GRAPH.max_hops)
+    }
+
     /// When this turn runs again because the receiver of its handoff
     /// returned it: who, and why. Handle it: sending the same payload again
     /// is rejected.

@@ -204,8 +204,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             serde_json::Value::Object(
                 c.parts
                     .iter()
-                    .filter_map(|(part, field)| {
-                        Some(((*part).to_owned(), payload.get(*field)?.clone()))
+                    .filter_map(|(part, path)| {
+                        // A part of the short form is named by its path
+                        // (`contract.op`).
+                        let value = path
+                            .split('.')
+                            .try_fold(payload, |value, field| value.get(field))?;
+                        Some(((*part).to_owned(), value.clone()))
                     })
                     .collect(),
             )

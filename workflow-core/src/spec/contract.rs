@@ -419,7 +419,9 @@ impl StopConditions for StopWhen {
 /// The contract view of a handoff that the executor checks at the receipt.
 #[derive(Clone, Copy)]
 pub struct ContractView<'a> {
-    /// The contract parts and the fields holding them, as `(part, field)`.
+    /// The contract parts and the fields holding them, as `(part, field)`;
+    /// a part held in a `#[contract]` field is named by its path
+    /// (`contract.op`).
     pub parts: &'static [(&'static str, &'static str)],
     /// The name of the authority the receiver is asked to exercise.
     pub authority: &'static str,
@@ -504,7 +506,8 @@ impl<T> Payload for T where
 pub trait Handoff: Payload {
     /// The authority the handoff delegates to its receiver.
     type Authority: Authority;
-    /// The fields holding each contract part, as `(part, field)`.
+    /// The fields holding each contract part, as `(part, field)` (`(part,
+    /// "contract.op")` for a part held in a `#[contract]` field).
     const PARTS: &'static [(&'static str, &'static str)];
     /// The largest payload allowed, in bytes of JSON.
     const MAX_BYTES: Option<u64> = None;

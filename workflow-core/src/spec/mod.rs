@@ -10,6 +10,7 @@
 
 mod budget;
 mod contract;
+mod contract_field;
 mod error;
 mod graph;
 mod invariant;
@@ -21,6 +22,7 @@ mod workflow;
 
 pub use budget::*;
 pub use contract::*;
+pub use contract_field::*;
 pub use error::*;
 pub use graph::*;
 pub use invariant::*;

@@ -24,5 +24,6 @@ pub mod resumed_tool_calls;
 pub mod schema_identity;
 pub mod schemas;
 pub mod session;
+pub mod short_contract;
 pub mod telemetry;
 pub mod unscoped;

@@ -7,9 +7,13 @@ use crate::model::handoff::{
     cfg_attr_hides_options, for_each_serde_key, is_cfg, is_option,
 };
 
+/// How the `#[contract]` field is named in messages.
+const CONTRACT: &str = "contract field `#[contract]`";
+
 /// Runs every contract rule.
 pub fn check(cx: &Ctxt, h: &Handoff) {
     check_bare_markers(cx, h);
+    check_contract_field(cx, h);
     check_missing_parts(cx, h);
     check_duplicate_parts(cx, h);
     check_one_part_per_field(cx, h);
@@ -37,20 +41,31 @@ fn check_fields(cx: &Ctxt, h: &Handoff) {
             .as_ref()
             .map(|i| i.to_string())
             .unwrap_or_default();
+        let contract = h
+            .contracts
+            .iter()
+            .any(|c| Some(&c.field) == field.ident.as_ref());
         let what = match part {
             Some(p) => format!("contract part `#[{}]`", PARTS[p.part].marker),
+            None if contract => CONTRACT.to_owned(),
             None => format!("handoff field `{name}`"),
+        };
+        // What a dropping serde option is reported as: a part, or the
+        // `#[contract]` field that holds them all.
+        let dropped = match part {
+            Some(p) => Some(format!("contract part `#[{}]`", PARTS[p.part].marker)),
+            None if contract => Some("the `#[contract]` field (every part)".to_owned()),
+            None => None,
         };
         for attr in &field.attrs {
             if attr.path().is_ident("serde") {
                 for_each_serde_key(attr, |key| {
                     let dropping = DROPPING.iter().find(|d| key.is_ident(d));
-                    if let (Some(p), Some(name)) = (part, dropping) {
+                    if let (Some(dropped), Some(name)) = (&dropped, dropping) {
                         cx.error_spanned_by(
                             key,
                             format!(
-                                "`#[serde({name})]` lets contract part `#[{}]` be dropped on the wire; remove it: a missing part must be rejected, never defaulted",
-                                PARTS[p.part].marker
+                                "`#[serde({name})]` lets {dropped} be dropped on the wire; remove it: a missing part must be rejected, never defaulted"
                             ),
                         );
                     } else if !PART_SERDE_ALLOWED.iter().any(|k| key.is_ident(k)) {
@@ -107,8 +122,63 @@ fn check_bare_markers(cx: &Ctxt, h: &Handoff) {
     }
 }
 
-/// A handoff without one of the parts is rejected, naming the part.
+/// The short form: one `#[contract]` field holds the five parts, so it is
+/// the only contract field. A second `#[contract]`, a part marked beside it
+/// (on its own field or on the same one), arguments, or an `Option` are
+/// reported where they are written.
+fn check_contract_field(cx: &Ctxt, h: &Handoff) {
+    for attr in &h.contract_args {
+        cx.error_spanned_by(attr, "`#[contract]` takes no arguments");
+    }
+    let Some(first) = h.contracts.first() else {
+        return;
+    };
+    for again in &h.contracts[1..] {
+        let message = if again.field == first.field {
+            format!(
+                "`#[contract]` is written twice on `{}`; remove the second mark",
+                again.field
+            )
+        } else {
+            format!(
+                "`#[contract]` is marked twice, on `{}` and `{}`; one field holds the contract: keep one mark",
+                first.field, again.field
+            )
+        };
+        cx.error_spanned_by(&again.marker, message);
+    }
+    for part in &h.parts {
+        let marker = PARTS[part.part].marker;
+        let message = if h.contracts.iter().any(|c| c.field == part.field) {
+            format!(
+                "`{}` is marked both `#[contract]` and `#[{marker}]`; the `#[contract]` field holds every part: remove `#[{marker}]`",
+                part.field
+            )
+        } else {
+            format!(
+                "`#[{marker}]` is already held by the `#[contract]` field `{}` (its `{}`); remove `#[{marker}]` and its field, or write every part as its own field without `#[contract]`",
+                first.field,
+                crate::model::handoff::CONTRACT_FIELDS[part.part]
+            )
+        };
+        cx.error_spanned_by(&part.marker, message);
+    }
+    if let Some(c) = h.contract_field()
+        && is_option(&c.ty)
+    {
+        cx.error_spanned_by(
+            &c.ty,
+            "the `#[contract]` field can be absent: serde reads a missing `Option` field as `None`; use `Contract<authority::Name>`",
+        );
+    }
+}
+
+/// A handoff without one of the parts is rejected, naming the part (a
+/// `#[contract]` field holds them all).
 fn check_missing_parts(cx: &Ctxt, h: &Handoff) {
+    if !h.contracts.is_empty() {
+        return;
+    }
     for (i, part) in PARTS.iter().enumerate() {
         if !h.parts.iter().any(|p| p.part == i) {
             cx.error_spanned_by(

@@ -59,10 +59,7 @@ fn cleaned(h: &Handoff) -> syn::ItemStruct {
                     a.path().is_ident("schemars") && serde_has_other(a, &FIELD_SCHEMARS_ALLOWED);
                 !refused(a, &PART_SERDE_ALLOWED) && !schemars_refused && !is_cfg(a)
             });
-            let is_part = h
-                .parts
-                .iter()
-                .any(|p| Some(&p.field) == field.ident.as_ref());
+            let is_part = field.ident.as_ref().is_some_and(|f| h.is_contract_field(f));
             if is_part {
                 field.attrs.retain(|a| !refused(a, &PART_SERDE_ALLOWED));
                 // Required whatever the type: serde reports a missing field
@@ -95,6 +92,9 @@ pub fn expand(h: &Handoff) -> TokenStream {
             .find(|p| p.part == part)
             .filter(|p| !is_option(&p.ty))
     };
+    if let Some(c) = h.contract_field().filter(|c| !is_option(&c.ty)) {
+        return short_form(h, &item, &derives, c);
+    }
     let (authority, expires) = match first(1) {
         Some(scope) => {
             let (field, ty) = (&scope.field, &scope.ty);
@@ -136,17 +136,20 @@ pub fn expand(h: &Handoff) -> TokenStream {
         }
         None => quote!(&::workflow_core::__private::NO_EVIDENCE),
     };
-    let limit =
-        |n: &Option<crate::model::value::Number<u64>>| match n.as_ref().and_then(|n| n.get()) {
-            Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
-            None => quote!(::workflow_core::__private::Option::None),
-        };
-    let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
     let parts = h.counted_parts().map(|p| {
         let marker = PARTS[p.part].marker;
         let field = p.field.to_string();
         quote!((#marker, #field))
     });
+    let parts = quote!(&[#(#parts),*]);
+    let view = View {
+        authority,
+        expires,
+        stop,
+        open,
+        evidence,
+    };
+    let imp = impl_handoff(h, &ident, &parts, &view);
     let item = item.into_token_stream();
     quote! {
         #derives
@@ -154,9 +157,38 @@ pub fn expand(h: &Handoff) -> TokenStream {
 
         #operation
 
+        #imp
+    }
+}
+
+/// What the generated `contract()` reads, part by part.
+struct View {
+    authority: TokenStream,
+    expires: TokenStream,
+    stop: TokenStream,
+    open: TokenStream,
+    evidence: TokenStream,
+}
+
+/// The `Handoff` impl over the parts as `view` reads them.
+fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &View) -> TokenStream {
+    let limit =
+        |n: &Option<crate::model::value::Number<u64>>| match n.as_ref().and_then(|n| n.get()) {
+            Some(n) => quote!(::workflow_core::__private::Option::Some(#n)),
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+    let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
+    let View {
+        authority,
+        expires,
+        stop,
+        open,
+        evidence,
+    } = view;
+    quote! {
         impl ::workflow_core::__private::Handoff for #ident {
             type Authority = #authority;
-            const PARTS: &'static [(&'static str, &'static str)] = &[#(#parts),*];
+            const PARTS: &'static [(&'static str, &'static str)] = #parts;
             const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
             const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
             fn contract(&self) -> ::workflow_core::__private::ContractView<'_> {
@@ -172,5 +204,44 @@ pub fn expand(h: &Handoff) -> TokenStream {
                 }
             }
         }
+    }
+}
+
+/// The short form: every part read from the `#[contract]` field through
+/// `ContractParts` (asked of its type, so a type that is not a
+/// `Contract<A>` is reported once, on the field). `PARTS` names each part
+/// by its path, `contract.op`, ...
+fn short_form(
+    h: &Handoff,
+    item: &syn::ItemStruct,
+    derives: &TokenStream,
+    c: &crate::model::handoff::ContractField,
+) -> TokenStream {
+    let (field, ty) = (&c.field, &c.ty);
+    let parts = PARTS
+        .iter()
+        .zip(crate::model::handoff::CONTRACT_FIELDS)
+        .map(|(part, inner)| {
+            let marker = part.marker;
+            let path = format!("{field}.{inner}");
+            quote!((#marker, #path))
+        });
+    let parts = quote!(&[#(#parts),*]);
+    let bound = quote_spanned!(ty.span()=> <#ty as ::workflow_core::__private::ContractParts>);
+    let view = View {
+        authority: quote_spanned!(ty.span()=> #bound::Authority),
+        expires: quote_spanned!(ty.span()=> #bound::expiry(&self.#field)),
+        stop: quote_spanned!(ty.span()=> #bound::stop(&self.#field)),
+        open: quote_spanned!(ty.span()=> #bound::open(&self.#field)),
+        evidence: quote_spanned!(ty.span()=> #bound::evidence(&self.#field)),
+    };
+    let ident = &item.ident;
+    let imp = impl_handoff(h, ident, &parts, &view);
+    let item = item.to_token_stream();
+    quote! {
+        #derives
+        #item
+
+        #imp
     }
 }

@@ -217,10 +217,15 @@ fn authority_type_span(wf: &Workflow, payload: &syn::Type) -> Option<proc_macro2
     };
     let name = path.path.get_ident()?;
     wf.items.iter().find_map(|item| match item {
-        ModItem::Handoff { model: Ok(h), .. } if h.item.ident == *name => h
-            .counted_parts()
-            .find(|p| p.part == 1)
-            .map(|p| syn::spanned::Spanned::span(&p.ty)),
+        ModItem::Handoff { model: Ok(h), .. } if h.item.ident == *name => {
+            match h.contract_field() {
+                Some(c) => Some(syn::spanned::Spanned::span(&c.ty)),
+                None => h
+                    .counted_parts()
+                    .find(|p| p.part == 1)
+                    .map(|p| syn::spanned::Spanned::span(&p.ty)),
+            }
+        }
         _ => None,
     })
 }

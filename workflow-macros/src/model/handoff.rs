@@ -51,6 +51,21 @@ pub struct PartField {
     pub ty: Type,
 }
 
+/// The marker of the short form: one field holding the five parts
+/// (`#[contract] pub contract: Contract<authority::Name>`).
+pub const CONTRACT_MARKER: &str = "contract";
+
+/// The JSON field of each part inside a `Contract<A>`, in [`PARTS`] order.
+pub const CONTRACT_FIELDS: [&str; 5] = ["op", "scope", "evidence", "open", "stop"];
+
+/// A field marked `#[contract]`.
+pub struct ContractField {
+    /// The marker attribute's path, for spans.
+    pub marker: Ident,
+    pub field: Ident,
+    pub ty: Type,
+}
+
 /// A `#[handoff]` struct.
 pub struct Handoff {
     /// The struct with the part markers removed.
@@ -61,6 +76,10 @@ pub struct Handoff {
     pub args: crate::parse::HandoffArgs,
     /// Part markers written with arguments (`#[stop(..)]`), by part index.
     pub marker_args: Vec<(usize, syn::Attribute)>,
+    /// The fields marked `#[contract]`, in field order.
+    pub contracts: Vec<ContractField>,
+    /// `#[contract(..)]` markers written with arguments.
+    pub contract_args: Vec<syn::Attribute>,
 }
 
 impl Handoff {
@@ -69,9 +88,10 @@ impl Handoff {
     pub fn from_struct(cx: &Ctxt, mut item: ItemStruct) -> Result<Handoff, Box<ItemStruct>> {
         if !matches!(item.fields, Fields::Named(_)) {
             for field in item.fields.iter_mut() {
-                field
-                    .attrs
-                    .retain(|a| !PARTS.iter().any(|p| a.path().is_ident(p.marker)));
+                field.attrs.retain(|a| {
+                    !PARTS.iter().any(|p| a.path().is_ident(p.marker))
+                        && !a.path().is_ident(CONTRACT_MARKER)
+                });
             }
             cx.error_spanned_by(
                 &item.ident,
@@ -84,12 +104,27 @@ impl Handoff {
         };
         let mut parts = Vec::new();
         let mut marker_args = Vec::new();
+        let mut contracts = Vec::new();
+        let mut contract_args = Vec::new();
         for field in named.named.iter_mut() {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
             let mut markers = Vec::new();
             field.attrs.retain(|attr| {
+                if let Some(marker) = attr.path().get_ident()
+                    && marker == CONTRACT_MARKER
+                {
+                    if !matches!(attr.meta, syn::Meta::Path(_)) {
+                        contract_args.push(attr.clone());
+                    }
+                    contracts.push(ContractField {
+                        marker: marker.clone(),
+                        field: ident.clone(),
+                        ty: field.ty.clone(),
+                    });
+                    return false;
+                }
                 let part = attr
                     .path()
                     .get_ident()
@@ -118,6 +153,8 @@ impl Handoff {
             item,
             parts,
             marker_args,
+            contracts,
+            contract_args,
             args: crate::parse::HandoffArgs::default(),
         })
     }
@@ -134,9 +171,25 @@ impl Handoff {
     /// twice (reported) counts for neither part, so no type error follows
     /// on it: which part it is, is for the user to say first.
     pub fn counted_parts(&self) -> impl Iterator<Item = &PartField> {
-        self.parts
-            .iter()
-            .filter(|p| self.parts.iter().filter(|q| q.field == p.field).count() == 1)
+        self.parts.iter().filter(|p| {
+            self.parts.iter().filter(|q| q.field == p.field).count() == 1
+                && !self.contracts.iter().any(|c| c.field == p.field)
+        })
+    }
+
+    /// The `#[contract]` field that counts: the first one, marked once
+    /// (a field also marked as a part is reported and counts for nothing).
+    pub fn contract_field(&self) -> Option<&ContractField> {
+        self.contracts
+            .first()
+            .filter(|c| !self.parts.iter().any(|p| p.field == c.field))
+            .filter(|c| self.contracts.iter().filter(|d| d.field == c.field).count() == 1)
+    }
+
+    /// Whether `field` carries contract parts (a part or the `#[contract]`).
+    pub fn is_contract_field(&self, field: &Ident) -> bool {
+        self.parts.iter().any(|p| p.field == *field)
+            || self.contracts.iter().any(|c| c.field == *field)
     }
 }
 
