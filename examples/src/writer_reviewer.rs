@@ -30,21 +30,9 @@ pub mod review {
     /// Writer -> reviewer: a draft to review.
     #[handoff]
     pub struct Draft {
-        /// Review it.
-        #[operation]
-        pub op: Operation,
-        /// Under the reviewer's authority to approve.
-        #[authority]
-        pub scope: Scope<authority::Approve>,
-        /// What the draft is based on.
-        #[evidence]
-        pub evidence: Vec<Evidence>,
-        /// What the writer is unsure of.
-        #[uncertainty]
-        pub open: Vec<Uncertainty>,
-        /// When to stop.
-        #[stop]
-        pub stop: StopWhen,
+        /// Review it, under the reviewer's authority to approve.
+        #[contract]
+        pub contract: Contract<authority::Approve>,
         /// The text.
         pub text: String,
         /// Which draft this is, from 1.
@@ -54,21 +42,9 @@ pub mod review {
     /// Reviewer -> writer: what to change.
     #[handoff]
     pub struct Revision {
-        /// Revise the draft.
-        #[operation]
-        pub op: Operation,
-        /// Under the writer's authority over the text.
-        #[authority]
-        pub scope: Scope<authority::Write>,
-        /// The review.
-        #[evidence]
-        pub evidence: Vec<Evidence>,
-        /// Open points.
-        #[uncertainty]
-        pub open: Vec<Uncertainty>,
-        /// When to stop.
-        #[stop]
-        pub stop: StopWhen,
+        /// Revise the draft, under the writer's authority over the text.
+        #[contract]
+        pub contract: Contract<authority::Write>,
         /// The draft being revised.
         pub previous: String,
         /// Its number.
@@ -80,11 +56,14 @@ pub mod review {
     async fn writer(topic: Revision, cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
         let number = topic.number + 1;
         Ok(writer::Next::Reviewer(Draft {
-            op: Operation::new("review", "review this draft"),
-            scope: cx.delegate(authority::Approve),
-            evidence: vec![],
-            open: vec![],
-            stop: StopWhen::any([]).or_when("the draft is good enough"),
+            contract: cx
+                .contract(
+                    authority::Approve,
+                    Operation::new("review", "review this draft"),
+                )
+                .evidence([])
+                .open([])
+                .build(),
             text: format!("{} (draft {number})", topic.previous),
             number,
         }))
@@ -106,14 +85,17 @@ pub mod review {
             }));
         }
         Ok(reviewer::Next::Writer(Revision {
-            op: Operation::new("revise", "tighten the introduction"),
-            scope: cx.delegate(authority::Write),
-            evidence: vec![Evidence::complete(
-                "reviewer",
-                "the introduction is too long",
-            )],
-            open: vec![],
-            stop: StopWhen::any([]),
+            contract: cx
+                .contract(
+                    authority::Write,
+                    Operation::new("revise", "tighten the introduction"),
+                )
+                .evidence([Evidence::complete(
+                    "reviewer",
+                    "the introduction is too long",
+                )])
+                .open([])
+                .build(),
             previous: draft.text,
             number: draft.number,
         }))
@@ -122,12 +104,13 @@ pub mod review {
 
 /// The first input: a topic, as a revision of nothing.
 pub fn topic(text: &str) -> review::Revision {
+    let contract = Contract::builder(
+        Operation::new("write", "write an article"),
+        Scope::new(review::authority::Write),
+        StopWhen::at_hop(review::MAX_HOPS),
+    );
     review::Revision {
-        op: Operation::new("write", "write an article"),
-        scope: Scope::new(review::authority::Write),
-        evidence: vec![],
-        open: vec![],
-        stop: StopWhen::any([]),
+        contract: contract.evidence([]).open([]).build(),
         previous: text.to_owned(),
         number: 0,
     }
