@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_core::ledger::{Ledger, SqliteLedger, Tampering};
+use workflow_core::ledger::{Ledger, SqliteLedger, Tampering, VerifyError};
 
 use crate::fixtures::scratch;
 
@@ -37,7 +37,7 @@ async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening(
     ] {
         let records = reopened.records(run).expect("reads");
         assert_eq!(records.len(), len);
-        assert_eq!(reopened.verify_run(run).expect("reads"), Ok(()));
+        assert_eq!(reopened.verify_run(run), Ok(()));
     }
     let rejected = reopened.records(aborted.transcript.run_id()).unwrap();
     // The incident stops when the lookup tool fails fast: the failed turn
@@ -85,8 +85,8 @@ async fn an_edited_record_in_the_file_is_found() {
     )
     .expect("updates");
     assert_eq!(
-        ledger.verify_run(run).expect("reads"),
-        Err(Tampering::Edited { seq: 2 })
+        ledger.verify_run(run),
+        Err(VerifyError::Tampered(Tampering::Edited { seq: 2 }))
     );
 
     // Someone deletes the last record: the head finds the cut.
@@ -101,8 +101,11 @@ async fn an_edited_record_in_the_file_is_found() {
     )
     .expect("deletes");
     assert!(matches!(
-        ledger.verify_run(run).expect("reads"),
-        Err(Tampering::Truncated { last: 2, head: 3 })
+        ledger.verify_run(run),
+        Err(VerifyError::Tampered(Tampering::Truncated {
+            last: 2,
+            head: 3
+        }))
     ));
 }
 
