@@ -222,6 +222,15 @@ async fn removed_reordered_and_cut_records_are_found() {
         verify(run_id + 1, &clean, None),
         Err(Tampering::ForeignRun { .. })
     ));
+
+    // Every record removed, the head kept: the run is still listed, and
+    // does not verify.
+    ledger.replace(run_id, Vec::new());
+    assert_eq!(ledger.runs(), Ok(vec![run_id]));
+    assert_eq!(
+        ledger.verify_run(run_id),
+        Err(VerifyError::Tampered(Tampering::Removed { head: head.0 }))
+    );
 }
 
 /// A ledger that refuses records stops the run before any agent works on
