@@ -188,7 +188,10 @@ async fn a_cut_run_whose_last_record_was_moved_to_another_sequence_number_is_not
     );
     let refused = wf.resume(run).await.expect_err("not resumed");
     assert!(
-        refused.error.to_string().contains("record #9 does not read"),
+        refused
+            .error
+            .to_string()
+            .contains("record #9 does not read"),
         "{}",
         refused.error
     );

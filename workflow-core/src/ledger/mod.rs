@@ -7,7 +7,9 @@
 //! was edited, removed, reordered or cut off.
 //!
 //! [`MemoryLedger`] keeps records in memory (tests); `SqliteLedger` (feature
-//! `sqlite`) keeps them in an embedded SQLite file, nothing to install.
+//! `sqlite`) keeps them in an embedded SQLite file, nothing to install,
+//! marked with its format version (`LEDGER_FORMAT`) and opened for reading
+//! only with `SqliteLedger::open_read_only`, which never writes to it.
 
 mod chain;
 mod divergence;
