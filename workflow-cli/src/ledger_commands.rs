@@ -18,13 +18,8 @@ pub(crate) fn open(path: &Path) -> Result<SqliteLedger, BadInput> {
     if !path.is_file() {
         return Err(BadInput(format!("no ledger file at {}", path.display())));
     }
-    SqliteLedger::open_read_only(path).map_err(|e| match e {
-        // These name the file themselves.
-        LedgerError::NotALedger { .. } | LedgerError::UnsupportedVersion { .. } => {
-            BadInput(e.to_string())
-        }
-        e => BadInput(format!("{}: {e}", path.display())),
-    })
+    // Its errors name the file.
+    SqliteLedger::open_read_only(path).map_err(|e| BadInput(e.to_string()))
 }
 
 /// The records of `run`, which must exist and read.
