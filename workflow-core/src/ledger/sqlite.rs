@@ -73,8 +73,9 @@ impl SqliteLedger {
     /// upgraded and its journal mode is not changed; `append` fails.
     ///
     /// A ledger in a read-only file or folder is read too. SQLite reads a
-    /// write-ahead-log ledger through its `-shm` index, which it must be
-    /// able to create next to the file; when it cannot (a read-only folder)
+    /// write-ahead-log ledger through its `-wal` and `-shm` files, which
+    /// it creates next to the file (holding no commit) when they are
+    /// missing; when it cannot (a read-only folder)
     /// and no log is pending (no `-wal` or `-journal` file with content:
     /// every commit is in the main file, and in such a folder no writer can
     /// start one), the file is opened as `immutable`. A pending log that
