@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_core::ledger::{Ledger, SqliteLedger};
+use workflow_core::ledger::{Ledger, SqliteLedger, VerifyError};
 use workflow_core::{Decision, RunError};
 
 #[tokio::main(flavor = "current_thread")]
@@ -155,11 +155,13 @@ fn report_applied(applied: &[String]) {
 fn report_ledger(ledger: &dyn Ledger, run_id: u64, path: &std::path::Path) {
     let records = ledger.records(run_id).map(|r| r.len()).unwrap_or(0);
     match ledger.verify_run(run_id) {
-        Ok(Ok(())) => println!(
+        Ok(()) => println!(
             "ledger {}: run {run_id}, {records} records committed, hash chain verified",
             path.display()
         ),
-        Ok(Err(tampering)) => println!("ledger: run {run_id} does not verify: {tampering}"),
-        Err(e) => println!("ledger: cannot read run {run_id}: {e}"),
+        Err(VerifyError::Tampered(tampering)) => {
+            println!("ledger: run {run_id} does not verify: {tampering}")
+        }
+        Err(e) => println!("ledger: run {run_id}: {e}"),
     }
 }

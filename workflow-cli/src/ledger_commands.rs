@@ -4,29 +4,64 @@
 use std::io::Write;
 use std::path::Path;
 
-use workflow_core::ledger::{Ledger, LedgerRecord, SqliteLedger};
+use workflow_core::ledger::{
+    Ledger, LedgerError, LedgerRecord, SqliteLedger, Tampering, VerifyError,
+};
 use workflow_core::tool::ToolOutcome;
 use workflow_core::{Endpoint, Receipt};
 
 use crate::{BadInput, Command, say};
 
-/// Opens the ledger file at `path`, which must exist (it is never created).
+/// Opens the ledger file at `path` for reading: it must exist and be a
+/// ledger of a format this library reads; nothing is ever written to it.
 pub(crate) fn open(path: &Path) -> Result<SqliteLedger, BadInput> {
     if !path.is_file() {
         return Err(BadInput(format!("no ledger file at {}", path.display())));
     }
-    SqliteLedger::open(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))
+    // Its errors name the file.
+    SqliteLedger::open_read_only(path).map_err(|e| BadInput(e.to_string()))
 }
 
-/// The records of `run`, which must exist.
+/// The records of `run`, which must exist and read.
 pub(crate) fn records(ledger: &SqliteLedger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
     let records = ledger.records(run).map_err(|e| BadInput(e.to_string()))?;
     if records.is_empty() {
-        return Err(BadInput(format!(
-            "no run {run} in this ledger (`workflow runs` lists them)"
-        )));
+        let head = ledger.head(run).map_err(|e| BadInput(e.to_string()))?;
+        return Err(BadInput(match head {
+            Some((seq, _)) => format!(
+                "run {run} has no records, though its head says #{seq} (`workflow verify {run}` reports it)"
+            ),
+            None => format!("no run {run} in this ledger (`workflow runs` lists them)"),
+        }));
     }
     Ok(records)
+}
+
+/// What `runs` says about a run: `Ok((workflow, records, status))`, or
+/// `Err` with why the run does not read.
+fn summary(ledger: &SqliteLedger, run: u64) -> Result<Result<String, String>, BadInput> {
+    match ledger.records(run) {
+        Ok(records) if records.is_empty() => {
+            let head = ledger.head(run);
+            Ok(Err(match head {
+                Ok(Some((seq, _))) => format!("no records, though its head says #{seq}"),
+                Ok(None) => "no records".into(),
+                Err(e) => e.to_string(),
+            }))
+        }
+        Ok(records) => {
+            let workflow = records.first().map_or("?", |r| r.workflow.as_str());
+            Ok(Ok(format!(
+                "{workflow}\t{} records\t{}",
+                records.len(),
+                status(&records)
+            )))
+        }
+        Err(LedgerError::CorruptRecord { seq, why, .. }) => {
+            Ok(Err(format!("record #{seq} does not read: {why}")))
+        }
+        Err(e) => Err(BadInput(e.to_string())),
+    }
 }
 
 /// How a run ended, from its last record.
@@ -115,8 +150,8 @@ pub(crate) fn progress(err: &mut dyn Write, done: usize, total: usize, what: &st
     }
 }
 
-/// Runs a ledger command: `Ok(false)` when a run does not verify or two
-/// runs differ.
+/// Runs a ledger command: `Ok(false)` when a run does not verify (or, for
+/// `runs`, does not read) or two runs differ.
 pub(crate) fn run(
     path: &Path,
     command: Command,
@@ -127,19 +162,17 @@ pub(crate) fn run(
     match command {
         Command::Runs => {
             let runs = ledger.runs().map_err(|e| BadInput(e.to_string()))?;
+            let mut good = true;
             for run in runs {
-                let records = records(&ledger, run)?;
-                let workflow = records.first().map_or("?", |r| r.workflow.as_str());
-                say(
-                    out,
-                    format_args!(
-                        "{run}\t{workflow}\t{} records\t{}",
-                        records.len(),
-                        status(&records)
-                    ),
-                );
+                match summary(&ledger, run)? {
+                    Ok(summary) => say(out, format_args!("{run}\t{summary}")),
+                    Err(why) => {
+                        good = false;
+                        say(out, format_args!("{run}\t?\tDOES NOT READ: {why}"));
+                    }
+                }
             }
-            Ok(true)
+            Ok(good)
         }
         Command::Show { run } => {
             for r in records(&ledger, run)? {
@@ -148,24 +181,29 @@ pub(crate) fn run(
             Ok(true)
         }
         Command::Verify { runs } => {
-            let runs = if runs.is_empty() {
-                ledger.runs().map_err(|e| BadInput(e.to_string()))?
-            } else {
+            let named = !runs.is_empty();
+            let runs = if named {
                 runs
+            } else {
+                ledger.runs().map_err(|e| BadInput(e.to_string()))?
             };
             let total = runs.len();
             let mut good = true;
             for (i, run) in runs.into_iter().enumerate() {
-                records(&ledger, run)?;
-                match ledger
-                    .verify_run(run)
-                    .map_err(|e| BadInput(e.to_string()))?
-                {
+                match ledger.verify_run(run) {
                     Ok(()) => say(out, format_args!("run {run}: ok")),
-                    Err(tampering) => {
+                    // A run named on the command line that the ledger
+                    // has never seen (no record, no head).
+                    Err(VerifyError::Tampered(Tampering::Empty)) if named => {
+                        return Err(BadInput(format!(
+                            "no run {run} in this ledger (`workflow runs` lists them)"
+                        )));
+                    }
+                    Err(VerifyError::Tampered(tampering)) => {
                         good = false;
                         say(out, format_args!("run {run}: {tampering}"));
                     }
+                    Err(e) => return Err(BadInput(format!("run {run}: {e}"))),
                 }
                 progress(err, i + 1, total, "verified");
             }

@@ -31,7 +31,8 @@
 //! [`exit::BAD_INPUT`] (2) for bad input (a missing file, an unknown run, a
 //! file that is not a ledger, a command this binary cannot run), with a
 //! message on standard error. Progress on long operations goes to standard
-//! error too.
+//! error too. The commands that read a ledger open it read-only
+//! (`SqliteLedger::open_read_only`): they never change the file.
 
 #![warn(missing_docs)]
 
@@ -52,8 +53,8 @@ mod workflow_commands;
 pub mod exit {
     /// Everything asked for is fine.
     pub const OK: u8 = 0;
-    /// A run does not verify, two runs differ, a replay diverges, or the
-    /// published schemas drifted.
+    /// A run does not verify (for `runs`: does not read), two runs
+    /// differ, a replay diverges, or the published schemas drifted.
     pub const DIFFERENT: u8 = 1;
     /// Bad input: a missing or corrupt file, an unknown run, a command this
     /// binary cannot run. The message is on standard error.

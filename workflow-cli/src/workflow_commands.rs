@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use workflow_core::ReplayError;
-use workflow_core::ledger::Ledger;
+use workflow_core::ledger::{Ledger, LedgerError, Tampering, VerifyError};
 
 use crate::ledger_commands::{open, progress, records};
 use crate::{BadInput, KnownWorkflow, say};
@@ -30,7 +30,29 @@ pub(crate) fn replay(
     let (mut replayed, mut identical, mut others) = (0, 0, 0);
     let mut good = true;
     for (i, run) in runs.into_iter().enumerate() {
-        let records = records(&ledger, run)?;
+        let records = match ledger.records(run) {
+            Ok(records) if !records.is_empty() => records,
+            // Records that do not read, or none under a head: reported as
+            // `verify` reports them, whichever workflow recorded the run.
+            Ok(_) | Err(LedgerError::CorruptRecord { .. }) => {
+                match ledger.verify_run(run) {
+                    Err(VerifyError::Tampered(Tampering::Empty)) if named => {
+                        return Err(BadInput(format!(
+                            "no run {run} in this ledger (`workflow runs` lists them)"
+                        )));
+                    }
+                    Err(VerifyError::Tampered(tampering)) => {
+                        good = false;
+                        say(out, format_args!("run {run}: {tampering}"));
+                        continue;
+                    }
+                    Err(e) => return Err(BadInput(format!("run {run}: {e}"))),
+                    // Written in between: read again.
+                    Ok(()) => records(&ledger, run)?,
+                }
+            }
+            Err(e) => return Err(BadInput(e.to_string())),
+        };
         let recorded_by = records.first().map_or("", |r| r.workflow.as_str());
         if recorded_by != workflow.name() {
             if named {
@@ -43,13 +65,14 @@ pub(crate) fn replay(
             continue;
         }
         // A run that does not verify is reported like `verify` reports it.
-        if let Err(tampering) = ledger
-            .verify_run(run)
-            .map_err(|e| BadInput(e.to_string()))?
-        {
-            good = false;
-            say(out, format_args!("run {run}: {tampering}"));
-            continue;
+        match ledger.verify_run(run) {
+            Ok(()) => {}
+            Err(VerifyError::Tampered(tampering)) => {
+                good = false;
+                say(out, format_args!("run {run}: {tampering}"));
+                continue;
+            }
+            Err(e) => return Err(BadInput(format!("run {run}: {e}"))),
         }
         let report = match workflow.replay(&records) {
             Ok(report) => report,

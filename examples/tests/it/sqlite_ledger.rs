@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_core::ledger::{Ledger, SqliteLedger, Tampering};
+use workflow_core::ledger::{Ledger, SqliteLedger, Tampering, VerifyError};
 
 use crate::fixtures::scratch;
 
@@ -37,7 +37,7 @@ async fn both_runs_of_the_main_example_are_committed_and_verify_after_reopening(
     ] {
         let records = reopened.records(run).expect("reads");
         assert_eq!(records.len(), len);
-        assert_eq!(reopened.verify_run(run).expect("reads"), Ok(()));
+        assert_eq!(reopened.verify_run(run), Ok(()));
     }
     let rejected = reopened.records(aborted.transcript.run_id()).unwrap();
     // The incident stops when the lookup tool fails fast: the failed turn
@@ -85,8 +85,8 @@ async fn an_edited_record_in_the_file_is_found() {
     )
     .expect("updates");
     assert_eq!(
-        ledger.verify_run(run).expect("reads"),
-        Err(Tampering::Edited { seq: 2 })
+        ledger.verify_run(run),
+        Err(VerifyError::Tampered(Tampering::Edited { seq: 2 }))
     );
 
     // Someone deletes the last record: the head finds the cut.
@@ -101,8 +101,11 @@ async fn an_edited_record_in_the_file_is_found() {
     )
     .expect("deletes");
     assert!(matches!(
-        ledger.verify_run(run).expect("reads"),
-        Err(Tampering::Truncated { last: 2, head: 3 })
+        ledger.verify_run(run),
+        Err(VerifyError::Tampered(Tampering::Truncated {
+            last: 2,
+            head: 3
+        }))
     ));
 }
 
@@ -137,4 +140,67 @@ fn a_duplicate_record_is_refused() {
 
 fn hex_of(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_cut_run_whose_last_record_was_moved_to_another_sequence_number_is_not_resumed() {
+    let dir = scratch("ledger-moved");
+    let path = dir.join("runs.db");
+    let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let run = wf
+        .run(staging_goal())
+        .await
+        .expect("completes")
+        .transcript
+        .run_id();
+
+    // Cut as a crash in the terraform agent's turn leaves it: no END
+    // transfer, the head on #2.
+    let conn = rusqlite::Connection::open(&path).expect("opens the file");
+    conn.execute(
+        "DELETE FROM records WHERE run_id = ?1 AND seq = 3",
+        [run as i64],
+    )
+    .expect("deletes");
+    conn.execute(
+        "UPDATE heads SET seq = 2, hash = (SELECT json_extract(record, '$.hash') FROM records \
+         WHERE run_id = ?1 AND seq = 2) WHERE run_id = ?1",
+        [run as i64],
+    )
+    .expect("moves the head");
+    assert_eq!(ledger.verify_run(run), Ok(()), "a cut run verifies");
+
+    // Its last record's row moved from #2 to #9: content, chain and head
+    // intact. It verified, and the resumed turn's #3 then sorted before it.
+    conn.execute(
+        "UPDATE records SET seq = 9 WHERE run_id = ?1 AND seq = 2",
+        [run as i64],
+    )
+    .expect("moves the record");
+    assert_eq!(
+        ledger.verify_run(run),
+        Err(VerifyError::Tampered(Tampering::Unreadable {
+            seq: 9,
+            why: "it is stored as #9 but carries #2".into()
+        }))
+    );
+    let refused = wf.resume(run).await.expect_err("not resumed");
+    assert!(
+        refused
+            .error
+            .to_string()
+            .contains("record #9 does not read"),
+        "{}",
+        refused.error
+    );
+    let stored: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM records WHERE run_id = ?1",
+            [run as i64],
+            |row| row.get(0),
+        )
+        .expect("counts");
+    assert_eq!(stored, 3, "nothing was appended");
 }

@@ -15,7 +15,7 @@ use crate::fixtures::{Scratch, scratch};
 
 /// Runs `args` with the deploy workflow under `root`: exit code, stdout,
 /// stderr.
-fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String) {
+pub fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let argv = std::iter::once("workflow-deploy").chain(args.iter().copied());
     let code = workflow_cli::run_for(
@@ -33,7 +33,7 @@ fn deploy_cli(root: fn() -> deploy::Root, args: &[&str]) -> (u8, String, String)
 
 /// The main example's runs in a fresh ledger file: the clean run, the
 /// incident, and the drifted run escalated, edited and completed.
-fn ledger(name: &str) -> (Scratch, PathBuf, [u64; 3]) {
+pub fn ledger(name: &str) -> (Scratch, PathBuf, [u64; 3]) {
     let dir = scratch(name);
     let path = dir.join("runs.db");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -67,7 +67,7 @@ fn ledger(name: &str) -> (Scratch, PathBuf, [u64; 3]) {
     (dir, path, runs)
 }
 
-fn arg(path: &Path) -> &str {
+pub fn arg(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temp path")
 }
 

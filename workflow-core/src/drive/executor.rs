@@ -259,10 +259,12 @@ impl<W: Workflow> Executor<W> {
         ledger: &dyn crate::ledger::Ledger,
         run_id: u64,
     ) -> Result<Vec<crate::ledger::LedgerRecord>, String> {
-        let records = ledger.records(run_id).map_err(|e| e.to_string())?;
+        let records = ledger.records(run_id);
         match ledger.verify_run(run_id) {
-            Ok(Ok(())) => Ok(records),
-            Ok(Err(tampering)) => Err(format!("run {run_id} does not verify: {tampering}")),
+            Ok(()) => records.map_err(|e| e.to_string()),
+            Err(crate::ledger::VerifyError::Tampered(tampering)) => {
+                Err(format!("run {run_id} does not verify: {tampering}"))
+            }
             Err(e) => Err(e.to_string()),
         }
     }

@@ -2,12 +2,36 @@
 //! removed, reordered or cut off.
 
 use crate::ledger::{GENESIS, LedgerRecord};
+use crate::spec::LedgerError;
+
 /// What [`verify`] found wrong, at which record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Tampering {
     /// The run has no records.
     #[error("the run has no records")]
     Empty,
+    /// The run has no records but its head names a last one: every record
+    /// of the run was removed.
+    #[error("its head says #{head}, but the run has no records: they were removed")]
+    Removed {
+        /// The last record the head names.
+        head: u32,
+    },
+    /// A stored record does not read as a record (not JSON, another shape,
+    /// or stored under a sequence number it does not carry).
+    #[error("record #{seq} does not read: {why}")]
+    Unreadable {
+        /// The record's place in the run.
+        seq: u32,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The run's stored head does not read.
+    #[error("its head does not read: {why}")]
+    HeadUnreadable {
+        /// What is wrong with it.
+        why: String,
+    },
     /// A record's sequence number is not the next one: a record before it
     /// was removed, or records were reordered.
     #[error("record #{found} stands where #{expected} should: a record is missing or out of order")]
@@ -57,7 +81,10 @@ pub fn verify(
     head: Option<(u32, &str)>,
 ) -> Result<(), Tampering> {
     let Some(last) = records.last() else {
-        return Err(Tampering::Empty);
+        return Err(match head {
+            Some((head, _)) => Tampering::Removed { head },
+            None => Tampering::Empty,
+        });
     };
     let mut prev = GENESIS;
     for (i, r) in records.iter().enumerate() {
@@ -90,4 +117,41 @@ pub fn verify(
         });
     }
     Ok(())
+}
+
+/// Why a stored run does not verify ([`Ledger::verify_run`](crate::ledger::Ledger::verify_run)):
+/// its records were tampered with, or the ledger could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The run was read and does not verify: what is wrong, at which
+    /// record. A record or head that does not read as one is tampering
+    /// too ([`Tampering::Unreadable`], [`Tampering::HeadUnreadable`]).
+    #[error("{0}")]
+    Tampered(Tampering),
+    /// The ledger could not be read (the storage failed): nothing is known
+    /// about the run.
+    #[error("could not read the run: {0}")]
+    Unreadable(LedgerError),
+}
+
+impl From<LedgerError> for VerifyError {
+    /// A record or head that does not read is tampering; any other ledger
+    /// error is a failure to read.
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::CorruptRecord { seq, why, .. } => {
+                VerifyError::Tampered(Tampering::Unreadable { seq, why })
+            }
+            LedgerError::CorruptHead { why, .. } => {
+                VerifyError::Tampered(Tampering::HeadUnreadable { why })
+            }
+            e => VerifyError::Unreadable(e),
+        }
+    }
+}
+
+impl From<Tampering> for VerifyError {
+    fn from(t: Tampering) -> Self {
+        VerifyError::Tampered(t)
+    }
 }

@@ -60,13 +60,15 @@ impl Ledger for MemoryLedger {
     }
 
     fn runs(&self) -> Result<Vec<u64>, LedgerError> {
-        Ok(self
+        let mut runs: std::collections::BTreeSet<u64> = self
             .runs
             .lock()
             .map_err(poisoned)?
             .keys()
             .copied()
-            .collect())
+            .collect();
+        runs.extend(self.heads.lock().map_err(poisoned)?.keys());
+        Ok(runs.into_iter().collect())
     }
 
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError> {

@@ -7,7 +7,9 @@
 //! was edited, removed, reordered or cut off.
 //!
 //! [`MemoryLedger`] keeps records in memory (tests); `SqliteLedger` (feature
-//! `sqlite`) keeps them in an embedded SQLite file, nothing to install.
+//! `sqlite`) keeps them in an embedded SQLite file, nothing to install,
+//! marked with its format version (`LEDGER_FORMAT`) and opened for reading
+//! only with `SqliteLedger::open_read_only`, which never writes to it.
 
 mod chain;
 mod divergence;
@@ -154,7 +156,8 @@ pub trait Ledger: Send + Sync {
     /// The records of `run_id`, in sequence order.
     fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError>;
 
-    /// The ids of the stored runs, in increasing order.
+    /// The ids of the stored runs, in increasing order: every run with a
+    /// record or a head (a run whose records were all removed is listed).
     fn runs(&self) -> Result<Vec<u64>, LedgerError>;
 
     /// The last sequence number and hash appended for `run_id`, kept apart
@@ -186,15 +189,18 @@ pub trait Ledger: Send + Sync {
         Ok(Vec::new())
     }
 
-    /// Verifies the stored records of `run_id` against their chain and head.
-    fn verify_run(&self, run_id: u64) -> Result<Result<(), Tampering>, LedgerError> {
-        let records = self.records(run_id)?;
+    /// Verifies the stored records of `run_id` against their chain and
+    /// head: `Ok(())`, or why not ([`VerifyError::Tampered`] with what was
+    /// found, a record that does not read included;
+    /// [`VerifyError::Unreadable`] when the storage failed).
+    fn verify_run(&self, run_id: u64) -> Result<(), VerifyError> {
         let head = self.head(run_id)?;
+        let records = self.records(run_id)?;
         Ok(verify(
             run_id,
             &records,
             head.as_ref().map(|(s, h)| (*s, h.as_str())),
-        ))
+        )?)
     }
 }
 

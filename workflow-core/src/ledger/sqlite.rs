@@ -1,15 +1,28 @@
 //! Records in an embedded SQLite file (feature `sqlite`).
 
+mod format;
+mod read_only;
+#[cfg(test)]
+mod tests;
+
 use std::path::Path;
 use std::sync::Mutex;
 
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params};
+
+pub use format::{LEDGER_APPLICATION_ID, LEDGER_FORMAT};
 
 use super::{Ledger, LedgerError, LedgerRecord, ToolCallRecord};
 
 /// Records in an embedded SQLite file (bundled SQLite: nothing to
 /// install). Each append is one transaction, committed before it returns
 /// (`synchronous = FULL`, write-ahead log).
+///
+/// The file is marked as a ledger and carries its format version
+/// ([`LEDGER_FORMAT`]); a file that is not a ledger
+/// ([`LedgerError::NotALedger`]) or of a newer format
+/// ([`LedgerError::UnsupportedVersion`]) is refused, unchanged.
 pub struct SqliteLedger {
     conn: Mutex<Connection>,
 }
@@ -38,20 +51,54 @@ impl SqliteLedger {
         Self::open_with(path, Durability::MachineCrash)
     }
 
-    /// Opens the ledger file at `path` with the given durability.
+    /// Opens the ledger file at `path` with the given durability, creating
+    /// it if needed. An empty file (or an SQLite database with no table)
+    /// becomes a ledger; a ledger of an older format is upgraded; anything
+    /// else is refused before anything is written to it.
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, LedgerError> {
-        let conn = Connection::open(path).map_err(storage)?;
+        let path = path.as_ref();
+        let mut conn = Connection::open(path).map_err(storage)?;
+        // Refuse another application's file before switching its journal.
+        let found = format::recognise(&conn, path)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(storage)?;
+        if found.needs_upgrade() {
+            format::upgrade(&mut conn, path)?;
+        }
         Self::init(conn, durability)
+    }
+
+    /// Opens the ledger file at `path` for reading only: nothing is ever
+    /// written to it, its tables are not created, its format is not
+    /// upgraded and its journal mode is not changed; `append` fails.
+    ///
+    /// A ledger in a read-only file or folder is read too. SQLite reads a
+    /// write-ahead-log ledger through its `-wal` and `-shm` files, which
+    /// it creates next to the file (holding no commit) when they are
+    /// missing; when it cannot (a read-only folder)
+    /// and no log is pending (no `-wal` or `-journal` file with content:
+    /// every commit is in the main file, and in such a folder no writer can
+    /// start one), the file is opened as `immutable`. A pending log that
+    /// SQLite cannot read there is an error, never a silent older view.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, LedgerError> {
+        let path = path.as_ref();
+        let conn = read_only::open(path)?;
+        match format::recognise(&conn, path)? {
+            format::Found::Ledger { .. } => Ok(SqliteLedger {
+                conn: Mutex::new(conn),
+            }),
+            format::Found::Nothing => Err(LedgerError::NotALedger {
+                path: path.to_owned(),
+                why: "it holds no table (an empty file or database)".into(),
+            }),
+        }
     }
 
     /// A ledger in memory, with the same SQL as a file.
     pub fn in_memory() -> Result<Self, LedgerError> {
-        Self::init(
-            Connection::open_in_memory().map_err(storage)?,
-            Durability::MachineCrash,
-        )
+        let mut conn = Connection::open_in_memory().map_err(storage)?;
+        format::upgrade(&mut conn, Path::new(":memory:"))?;
+        Self::init(conn, Durability::MachineCrash)
     }
 
     fn init(conn: Connection, durability: Durability) -> Result<Self, LedgerError> {
@@ -61,27 +108,6 @@ impl SqliteLedger {
         };
         conn.pragma_update(None, "synchronous", synchronous)
             .map_err(storage)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS records (
-                 run_id INTEGER NOT NULL,
-                 seq INTEGER NOT NULL,
-                 record TEXT NOT NULL,
-                 PRIMARY KEY (run_id, seq)
-             );
-             CREATE TABLE IF NOT EXISTS heads (
-                 run_id INTEGER PRIMARY KEY,
-                 seq INTEGER NOT NULL,
-                 hash TEXT NOT NULL
-             );
-             CREATE TABLE IF NOT EXISTS tool_calls (
-                 run_id INTEGER NOT NULL,
-                 turn_seq INTEGER NOT NULL,
-                 idx INTEGER NOT NULL,
-                 call TEXT NOT NULL,
-                 PRIMARY KEY (run_id, turn_seq, idx)
-             );",
-        )
-        .map_err(storage)?;
         Ok(SqliteLedger {
             conn: Mutex::new(conn),
         })
@@ -129,25 +155,19 @@ impl Ledger for SqliteLedger {
         let mut stmt = conn
             .prepare("SELECT seq, record FROM records WHERE run_id = ?1 ORDER BY seq")
             .map_err(storage)?;
-        let rows = stmt
-            .query_map(params![id(run_id)], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })
-            .map_err(storage)?;
+        let mut rows = stmt.query(params![id(run_id)]).map_err(storage)?;
         let mut records = Vec::new();
-        for row in rows {
-            let (seq, json) = row.map_err(storage)?;
-            let record: LedgerRecord = serde_json::from_str(&json)
-                .map_err(|e| LedgerError::Corrupt(format!("run {run_id} #{seq}: {e}")))?;
-            records.push(record);
+        while let Some(row) = rows.next().map_err(storage)? {
+            records.push(stored_record(run_id, records.len(), row)?);
         }
         Ok(records)
     }
 
     fn runs(&self) -> Result<Vec<u64>, LedgerError> {
         let conn = self.conn()?;
+        // A run whose records were all removed keeps its head: listed.
         let mut stmt = conn
-            .prepare("SELECT DISTINCT run_id FROM records")
+            .prepare("SELECT run_id FROM records UNION SELECT run_id FROM heads")
             .map_err(storage)?;
         let rows = stmt
             .query_map([], |row| row.get::<_, i64>(0))
@@ -162,13 +182,21 @@ impl Ledger for SqliteLedger {
 
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError> {
         let conn = self.conn()?;
-        conn.query_row(
-            "SELECT seq, hash FROM heads WHERE run_id = ?1",
-            params![id(run_id)],
-            |row| Ok((row.get::<_, u32>(0)?, row.get::<_, String>(1)?)),
-        )
-        .optional()
-        .map_err(storage)
+        let head = conn
+            .query_row(
+                "SELECT seq, hash FROM heads WHERE run_id = ?1",
+                params![id(run_id)],
+                |row| Ok((Value::from(row.get_ref(0)?), Value::from(row.get_ref(1)?))),
+            )
+            .optional()
+            .map_err(storage)?;
+        let Some((seq, hash)) = head else {
+            return Ok(None);
+        };
+        let corrupt = |why: String| LedgerError::CorruptHead { run_id, why };
+        let seq = seq_of(&seq).map_err(corrupt)?;
+        let hash = text_of(&hash).map_err(corrupt)?;
+        Ok(Some((seq, hash)))
     }
 
     fn append_tool_call(
@@ -208,5 +236,64 @@ impl Ledger for SqliteLedger {
             calls.push(call);
         }
         Ok(calls)
+    }
+}
+
+/// The record a row of `records` holds, checked against the row's key: a
+/// record stored under a sequence number it does not carry would read as
+/// a whole chain and then break every resume.
+///
+/// `position` is the row's place in the run, which names the record when
+/// its stored sequence number does not read.
+fn stored_record(
+    run_id: u64,
+    position: usize,
+    row: &rusqlite::Row<'_>,
+) -> Result<LedgerRecord, LedgerError> {
+    let value = |i| row.get_ref(i).map(Value::from).map_err(storage);
+    let (seq, json) = (value(0)?, value(1)?);
+    let seq = seq_of(&seq).map_err(|why| LedgerError::CorruptRecord {
+        run_id,
+        seq: u32::try_from(position).unwrap_or(u32::MAX),
+        why: format!("its stored sequence number {why}"),
+    })?;
+    let corrupt = |why: String| LedgerError::CorruptRecord { run_id, seq, why };
+    let json = text_of(&json).map_err(corrupt)?;
+    let record: LedgerRecord =
+        serde_json::from_str(&json).map_err(|e| corrupt(format!("it is not a record: {e}")))?;
+    if record.seq != seq {
+        return Err(corrupt(format!(
+            "it is stored as #{seq} but carries #{}",
+            record.seq
+        )));
+    }
+    Ok(record)
+}
+
+/// A sequence number as stored: an integer from 0 to `u32::MAX`.
+fn seq_of(value: &Value) -> Result<u32, String> {
+    match value {
+        Value::Integer(n) => {
+            u32::try_from(*n).map_err(|_| format!("is {n}, not a sequence number"))
+        }
+        other => Err(format!("is {}, not an integer", kind(other))),
+    }
+}
+
+/// Text as stored.
+fn text_of(value: &Value) -> Result<String, String> {
+    match value {
+        Value::Text(text) => Ok(text.clone()),
+        other => Err(format!("it is stored as {}, not text", kind(other))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NULL",
+        Value::Integer(_) => "an integer",
+        Value::Real(_) => "a real number",
+        Value::Text(_) => "text",
+        Value::Blob(_) => "a blob",
     }
 }

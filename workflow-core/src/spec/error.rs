@@ -335,6 +335,53 @@ pub enum LedgerError {
         /// The sequence number.
         seq: u32,
     },
+    /// A stored record of a run does not read as a record: not JSON, not
+    /// a record's shape, or stored under another sequence number than the
+    /// one it carries. The other runs are not affected.
+    #[error("run {run_id}, record #{seq}: {why}")]
+    CorruptRecord {
+        /// The run.
+        run_id: u64,
+        /// The record's place in the run (its stored sequence number).
+        seq: u32,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A run's stored head (its last sequence number and hash) does not
+    /// read.
+    #[error("run {run_id}, head: {why}")]
+    CorruptHead {
+        /// The run.
+        run_id: u64,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The file is not a ledger: not an SQLite database, another
+    /// application's database, or tables of another shape. Nothing was
+    /// written to it.
+    #[error("{} is not a ledger: {why}", path.display())]
+    NotALedger {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why it is not one.
+        why: String,
+    },
+    /// The file is a ledger of a format this library does not read (a
+    /// newer library wrote it, or its version number is unknown). Nothing
+    /// was written to it.
+    #[error(
+        "{} is a ledger of format version {found}; this library reads format versions 1 to {supported} (a newer workflow-core reads it)",
+        path.display()
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The version the file carries.
+        found: i64,
+        /// The newest version this library reads and writes
+        /// (`LEDGER_FORMAT`).
+        supported: u32,
+    },
 }
 
 /// The `error.type` of a run error (a stable, low-cardinality name).

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering, verify};
+use workflow_core::ledger::{
+    Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering, VerifyError, verify,
+};
 use workflow_core::prelude::*;
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -74,7 +76,7 @@ async fn every_transfer_is_committed_and_verifies() {
     assert_eq!(records.len(), 6, "START, planner, 3 loops, END");
     assert!(records.iter().all(|r| r.receipt == Receipt::Accepted));
     assert_eq!(records[0].prev_hash, workflow_core::ledger::GENESIS);
-    assert_eq!(ledger.verify_run(run_id).unwrap(), Ok(()));
+    assert_eq!(ledger.verify_run(run_id), Ok(()));
 }
 
 #[tokio::test]
@@ -92,7 +94,7 @@ async fn a_rejected_transfer_is_committed_with_its_reason() {
         ),
         "{last:?}"
     );
-    assert_eq!(ledger.verify_run(run_id).unwrap(), Ok(()));
+    assert_eq!(ledger.verify_run(run_id), Ok(()));
 }
 
 #[tokio::test]
@@ -211,8 +213,8 @@ async fn removed_reordered_and_cut_records_are_found() {
 
     ledger.replace(run_id, cut);
     assert!(matches!(
-        ledger.verify_run(run_id).unwrap(),
-        Err(Tampering::Truncated { .. })
+        ledger.verify_run(run_id),
+        Err(VerifyError::Tampered(Tampering::Truncated { .. }))
     ));
 
     assert_eq!(verify(run_id, &[], None), Err(Tampering::Empty));
@@ -220,6 +222,15 @@ async fn removed_reordered_and_cut_records_are_found() {
         verify(run_id + 1, &clean, None),
         Err(Tampering::ForeignRun { .. })
     ));
+
+    // Every record removed, the head kept: the run is still listed, and
+    // does not verify.
+    ledger.replace(run_id, Vec::new());
+    assert_eq!(ledger.runs(), Ok(vec![run_id]));
+    assert_eq!(
+        ledger.verify_run(run_id),
+        Err(VerifyError::Tampered(Tampering::Removed { head: head.0 }))
+    );
 }
 
 /// A ledger that refuses records stops the run before any agent works on
@@ -297,7 +308,7 @@ async fn a_run_stopped_after_any_turn_resumes_to_the_same_records() {
         assert_eq!(done.output.0, 0);
         let records = ledger.records(run_id).unwrap();
         assert_eq!(content(&records), expected, "stopped after {turns} turns");
-        assert_eq!(ledger.verify_run(run_id).unwrap(), Ok(()));
+        assert_eq!(ledger.verify_run(run_id), Ok(()));
     }
 }
 

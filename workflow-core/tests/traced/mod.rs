@@ -70,6 +70,6 @@ pub fn run(n: u32) -> (u64, Vec<LedgerRecord>) {
         Err(aborted) => aborted.transcript.run_id(),
     };
     let records = ledger.records(run_id).expect("the records");
-    assert_eq!(ledger.verify_run(run_id), Ok(Ok(())), "the records verify");
+    assert_eq!(ledger.verify_run(run_id), Ok(()), "the records verify");
     (run_id, records)
 }
