@@ -14,6 +14,7 @@ pub mod fixtures;
 pub mod contract_parts;
 pub mod enforcement;
 pub mod entry;
+pub mod journal_checked;
 pub mod layers;
 pub mod ledger;
 pub mod models;
