@@ -147,7 +147,7 @@ pub(crate) fn run(
             }
             Ok(true)
         }
-        Command::Verify { runs } => {
+        Command::Verify { runs, .. } => {
             let runs = if runs.is_empty() {
                 ledger.runs().map_err(|e| BadInput(e.to_string()))?
             } else {
@@ -213,8 +213,11 @@ pub(crate) fn run(
             );
             Ok(true)
         }
-        Command::Replay { .. } | Command::Schema { .. } => Err(BadInput(
-            "this command needs the workflow (a bug: please report it)".into(),
+        Command::Replay { .. }
+        | Command::Schema { .. }
+        | Command::Keygen { .. }
+        | Command::Checkpoint { .. } => Err(BadInput(
+            "this command is not a ledger command (a bug: please report it)".into(),
         )),
     }
 }

@@ -10,6 +10,8 @@
 //! `sqlite`) keeps them in an embedded SQLite file, nothing to install.
 
 mod chain;
+#[cfg(feature = "checkpoint")]
+mod checkpoint;
 mod divergence;
 pub(crate) mod journal;
 mod journal_entry;
@@ -19,6 +21,8 @@ mod sqlite;
 
 pub use crate::spec::{JournalProblem, JournalTampering, LedgerError, PayloadFormat};
 pub use chain::*;
+#[cfg(feature = "checkpoint")]
+pub use checkpoint::*;
 pub use divergence::*;
 pub(crate) use journal::*;
 pub use journal_entry::*;
