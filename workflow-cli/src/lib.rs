@@ -85,9 +85,9 @@ enum Command {
     },
     /// Verifies the hash chain of the given runs (all runs by default);
     /// with `--checkpoint`, also that the ledger still holds every run as
-    /// the signed checkpoint saw it (exit 1 naming each run rewritten, cut
-    /// or removed, and a ledger rolled back; exit 2 for a checkpoint whose
-    /// signature does not verify with `--public-key`).
+    /// the signed checkpoint saw it (exit 1 naming each run rewritten, cut,
+    /// rolled back or removed; exit 2 for a checkpoint whose signature does
+    /// not verify with `--public-key`).
     Verify {
         /// The run ids.
         runs: Vec<u64>,

@@ -8,8 +8,7 @@
 //! holds every run's head (last sequence number and hash) at a moment, and
 //! is signed with an ed25519 key kept away from the ledger
 //! ([`CheckpointKey`]); [`Checkpoint::check`] compares a ledger with it and
-//! names every run rewritten, cut or removed since, and a ledger rolled
-//! back. What happened after the last checkpoint is not covered.
+//! names every run rewritten, cut, rolled back or removed since. What happened after the last checkpoint is not covered.
 
 mod key;
 
@@ -105,10 +104,26 @@ pub enum Finding {
         /// The checkpoint's last sequence number of the run.
         seq: u32,
     },
-    /// The run has fewer records than at the checkpoint: records were cut
-    /// off its end (with its head, or not).
-    #[error("run {run_id} was cut: the checkpoint signed #{seq}, the run now ends {}", match .last { Some(last) => format!("at #{last}"), None => "before its first record".into() })]
+    /// The run has fewer records than at the checkpoint, and its head (in
+    /// the ledger) does not match its last record: records were cut off
+    /// its end (plain `verify` sees this too).
+    #[error("run {run_id} was cut: the checkpoint signed #{seq}, the run now ends {}", ends(.last))]
     Cut {
+        /// The run.
+        run_id: u64,
+        /// The checkpoint's last sequence number of the run.
+        seq: u32,
+        /// The run's last record now.
+        last: Option<u32>,
+    },
+    /// The run has fewer records than at the checkpoint, and its head
+    /// matches its last record: the run is as it was at an earlier time
+    /// (an older copy of the ledger was put back, or its tail was cut
+    /// together with its head). Plain `verify` cannot see this.
+    #[error(
+        "run {run_id} was rolled back: the checkpoint signed #{seq}, the run now ends {} with a head to match (an older copy, or its tail cut together with its head)", ends(.last)
+    )]
+    RolledBack {
         /// The run.
         run_id: u64,
         /// The checkpoint's last sequence number of the run.
@@ -124,19 +139,13 @@ pub enum Finding {
         /// The checkpoint's last sequence number of the run.
         seq: u32,
     },
-    /// The ledger holds fewer records of the checkpoint's runs than the
-    /// checkpoint counted, and none of them was rewritten: an older copy of
-    /// the ledger was put back (or runs were cut and removed).
-    #[error(
-        "the ledger was rolled back: the checkpoint counted {at_checkpoint} records, the ledger holds {now} of them"
-    )]
-    RolledBack {
-        /// Records the checkpoint counted.
-        at_checkpoint: u64,
-        /// Records of the checkpoint's runs the ledger holds now (up to
-        /// each run's checkpointed head).
-        now: u64,
-    },
+}
+
+fn ends(last: &Option<u32>) -> String {
+    match last {
+        Some(last) => format!("at #{last}"),
+        None => "before its first record".into(),
+    }
 }
 
 impl Checkpoint {
@@ -225,46 +234,39 @@ impl Checkpoint {
     /// Compares `ledger` with the checkpoint: every run of the checkpoint
     /// must still hold, at the checkpoint's sequence number, the record the
     /// checkpoint signed (records after it are the ledger's business; the
-    /// chain from there is checked by `verify`). Empty when nothing is
-    /// wrong; otherwise one finding per run, and [`Finding::RolledBack`]
-    /// when the ledger as a whole is behind the checkpoint.
+    /// chain up to there is checked by `verify`). Empty when nothing is
+    /// wrong; otherwise one finding per run that is not as signed.
     pub fn check(&self, ledger: &dyn Ledger) -> Result<Vec<Finding>, LedgerError> {
         let mut findings = Vec::new();
-        let mut now = 0u64;
-        let mut rewritten = false;
         for head in &self.heads {
-            let run_id = head.run_id;
+            let (run_id, seq) = (head.run_id, head.seq);
             let records = ledger.records(run_id)?;
-            let at = records.iter().find(|r| r.seq == head.seq);
-            now += records.iter().filter(|r| r.seq <= head.seq).count() as u64;
-            match at {
-                Some(record) => {
-                    if record.hash != head.hash || record.compute_hash() != head.hash {
-                        rewritten = true;
-                        findings.push(Finding::Rewritten {
-                            run_id,
-                            seq: head.seq,
-                        });
+            if let Some(record) = records.iter().find(|r| r.seq == seq) {
+                if record.hash != head.hash || record.compute_hash() != head.hash {
+                    findings.push(Finding::Rewritten { run_id, seq });
+                }
+                continue;
+            }
+            let stored_head = ledger.head(run_id)?;
+            let last = records.last();
+            let finding = match (last, &stored_head) {
+                (None, None) => Finding::Removed { run_id, seq },
+                (Some(last), Some((head_seq, head_hash)))
+                    if *head_seq == last.seq && *head_hash == last.hash =>
+                {
+                    Finding::RolledBack {
+                        run_id,
+                        seq,
+                        last: Some(last.seq),
                     }
                 }
-                None if records.is_empty() && ledger.head(run_id)?.is_none() => {
-                    findings.push(Finding::Removed {
-                        run_id,
-                        seq: head.seq,
-                    });
-                }
-                None => findings.push(Finding::Cut {
+                (last, _) => Finding::Cut {
                     run_id,
-                    seq: head.seq,
-                    last: records.last().map(|r| r.seq),
-                }),
-            }
-        }
-        if now < self.records && !rewritten {
-            findings.push(Finding::RolledBack {
-                at_checkpoint: self.records,
-                now,
-            });
+                    seq,
+                    last: last.map(|r| r.seq),
+                },
+            };
+            findings.push(finding);
         }
         Ok(findings)
     }
