@@ -11,6 +11,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod checkpoint;
 pub mod contract_parts;
 pub mod enforcement;
 pub mod entry;
