@@ -398,3 +398,28 @@ async fn no_checkpoint_is_taken_of_a_ledger_that_does_not_verify() {
     );
     assert!(!dir.join("checkpoint.json").exists());
 }
+
+#[tokio::test]
+async fn verify_names_a_journaled_tool_call_edited_in_the_file() {
+    let (_dir, path, stopped, done) = setup("cp-journal").await;
+    let conn = rusqlite::Connection::open(&path).expect("opens");
+    let edited = conn
+        .execute(
+            "UPDATE tool_calls SET call = json_set(call, '$.call.outcome.result', '{\"vpcs\":[]}') \
+             WHERE run_id = ?1 AND turn_seq = 2 AND idx = 0",
+            [done as i64],
+        )
+        .expect("edits");
+    assert_eq!(edited, 1, "the network agent's lookup is journaled");
+    drop(conn);
+    let out = workflow(&path, &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains(&format!(
+            "run {done}: the tool-call journal was tampered with: run {done}, turn #2, tool call 0: its result does not match its digest"
+        )),
+        "{report}"
+    );
+    assert!(report.contains(&format!("run {stopped}: ok")), "{report}");
+}
