@@ -180,7 +180,7 @@ pub(crate) fn run(
             }
             Ok(true)
         }
-        Command::Verify { runs } => {
+        Command::Verify { runs, .. } => {
             let named = !runs.is_empty();
             let runs = if named {
                 runs
@@ -251,8 +251,11 @@ pub(crate) fn run(
             );
             Ok(true)
         }
-        Command::Replay { .. } | Command::Schema { .. } => Err(BadInput(
-            "this command needs the workflow (a bug: please report it)".into(),
+        Command::Replay { .. }
+        | Command::Schema { .. }
+        | Command::Keygen { .. }
+        | Command::Checkpoint { .. } => Err(BadInput(
+            "this command is not a ledger command (a bug: please report it)".into(),
         )),
     }
 }

@@ -46,6 +46,7 @@ use clap::{Parser, Subcommand};
 use workflow_core::ledger::LedgerRecord;
 use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
 
+mod checkpoint_commands;
 mod ledger_commands;
 mod workflow_commands;
 
@@ -83,10 +84,38 @@ enum Command {
         /// The run id.
         run: u64,
     },
-    /// Verifies the hash chain of the given runs (all runs by default).
+    /// Verifies the hash chain of the given runs (all runs by default);
+    /// with `--checkpoint`, also that the ledger still holds every run as
+    /// the signed checkpoint saw it (exit 1 naming each run rewritten, cut,
+    /// rolled back or removed; exit 2 for a checkpoint whose signature does
+    /// not verify with `--public-key`).
     Verify {
         /// The run ids.
         runs: Vec<u64>,
+        /// A checkpoint file written by `workflow checkpoint`.
+        #[arg(long, requires = "public_key")]
+        checkpoint: Option<PathBuf>,
+        /// The public key file (`KEY.pub` of `workflow keygen`) the
+        /// checkpoint must be signed with.
+        #[arg(long, requires = "checkpoint")]
+        public_key: Option<PathBuf>,
+    },
+    /// Writes a new ed25519 key for checkpoints: the secret to OUT (keep it
+    /// away from the ledger), the public key to OUT.pub. Never overwrites.
+    Keygen {
+        /// The secret key file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Signs a checkpoint of the ledger's heads (every run verified first)
+    /// with KEY and writes it to OUT.
+    Checkpoint {
+        /// The secret key file (from `workflow keygen`).
+        #[arg(long)]
+        key: PathBuf,
+        /// The checkpoint file (replaced if it exists).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Writes a run's records as JSON Lines, exactly as stored.
     Export {
@@ -266,6 +295,15 @@ where
             SchemaAction::Export { dir } => workflow_commands::schema_export(w, &dir, out),
             SchemaAction::Check { dir } => workflow_commands::schema_check(w, &dir, out),
         }),
+        Command::Keygen { out: path } => checkpoint_commands::keygen(&path, out),
+        Command::Checkpoint { key, out: path } => {
+            checkpoint_commands::checkpoint(&cli.ledger, &key, &path, out)
+        }
+        Command::Verify {
+            runs,
+            checkpoint: Some(checkpoint),
+            public_key: Some(public_key),
+        } => checkpoint_commands::verify(&cli.ledger, runs, &checkpoint, &public_key, out, err),
         command => ledger_commands::run(&cli.ledger, command, out, err),
     };
     match outcome {

@@ -85,7 +85,7 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
             .tool_calls(run, 2)
             .expect("reads")
             .iter()
-            .any(|c| c.tool == "charge")
+            .any(|c| c.call.tool == "charge")
     };
     let cut: Vec<(u64, bool)> = runs
         .iter()

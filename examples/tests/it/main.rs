@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod crash;
 pub mod crash_tools;
 pub mod hand_written;
+pub mod journal_tamper;
 pub mod model_triage;
 pub mod policy_gate;
 pub mod published_schemas;

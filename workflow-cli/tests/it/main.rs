@@ -6,6 +6,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod checkpoint;
 pub mod cli;
 pub mod read_only;
 pub mod replay_schema;

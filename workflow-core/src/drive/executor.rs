@@ -177,7 +177,12 @@ impl<W: Workflow> Executor<W> {
                 "no ledger is attached (`Executor::with_ledger`)".into(),
             ));
         };
-        let records = self.verified_records(ledger, run_id).map_err(fail)?;
+        let records = self
+            .verified_records(ledger, run_id)
+            .map_err(|error| Aborted {
+                error,
+                transcript: Transcript::new(run_id, W::GRAPH),
+            })?;
         self.carry_on(ledger, run_id, &records, None).await
     }
 
@@ -187,9 +192,7 @@ impl<W: Workflow> Executor<W> {
         let ledger = self.ledger.as_deref().ok_or_else(|| {
             RunError::Resume("no ledger is attached (`Executor::with_ledger`)".into())
         })?;
-        let records = self
-            .verified_records(ledger, run_id)
-            .map_err(RunError::Resume)?;
+        let records = self.verified_records(ledger, run_id)?;
         Suspension::from_records(records).ok_or_else(|| {
             RunError::Decision(format!("run {run_id} is not waiting for a decision"))
         })
@@ -243,7 +246,15 @@ impl<W: Workflow> Executor<W> {
                 &memory
             }
         };
-        let records = self.verified_records(ledger, run_id).map_err(refuse)?;
+        let records = self
+            .verified_records(ledger, run_id)
+            .map_err(|error| match error {
+                RunError::Resume(why) => refuse(why),
+                error => Aborted {
+                    error,
+                    transcript: Transcript::new(run_id, W::GRAPH),
+                },
+            })?;
         if Suspension::from_records(records.clone()).is_none() {
             return Err(refuse(format!(
                 "run {run_id} is not waiting for a decision"
@@ -253,19 +264,24 @@ impl<W: Workflow> Executor<W> {
             .await
     }
 
-    /// The records of `run_id`, verified.
+    /// The records of `run_id`, verified (the records, and the tool-call
+    /// journal against them): `RunError::Journal` for a journal that was
+    /// tampered with, `RunError::Resume` for anything else.
     fn verified_records(
         &self,
         ledger: &dyn crate::ledger::Ledger,
         run_id: u64,
-    ) -> Result<Vec<crate::ledger::LedgerRecord>, String> {
+    ) -> Result<Vec<crate::ledger::LedgerRecord>, RunError> {
         let records = ledger.records(run_id);
         match ledger.verify_run(run_id) {
-            Ok(()) => records.map_err(|e| e.to_string()),
-            Err(crate::ledger::VerifyError::Tampered(tampering)) => {
-                Err(format!("run {run_id} does not verify: {tampering}"))
-            }
-            Err(e) => Err(e.to_string()),
+            Ok(()) => records.map_err(|e| RunError::Resume(e.to_string())),
+            Err(crate::ledger::VerifyError::Tampered(crate::ledger::Tampering::Journal(
+                tampering,
+            ))) => Err(RunError::Journal(tampering)),
+            Err(crate::ledger::VerifyError::Tampered(tampering)) => Err(RunError::Resume(format!(
+                "run {run_id} does not verify: {tampering}"
+            ))),
+            Err(e) => Err(RunError::Resume(e.to_string())),
         }
     }
 
@@ -296,12 +312,24 @@ impl<W: Workflow> Executor<W> {
         let journaled = ledger
             .tool_calls(run_id, turn_seq)
             .map_err(|e| fail(e.to_string()))?;
-        if !journaled.is_empty() {
-            run.serve_recorded(crate::ledger::RecordedCalls::resumed(turn_seq, journaled));
-        }
         let Some(last) = records.last() else {
             return Err(fail(format!("run {run_id} has no records")));
         };
+        // Checked again here, where they are served (a ledger may override
+        // `verify_run`): an entry that is not what was journaled is never
+        // served, so never recorded.
+        if let Err(tampering) =
+            crate::ledger::check_turn_journal(run_id, turn_seq, &last.hash, &journaled)
+        {
+            return Err(Aborted {
+                error: RunError::Journal(tampering),
+                transcript: run.transcript,
+            });
+        }
+        if !journaled.is_empty() {
+            let calls = journaled.into_iter().map(|entry| entry.call).collect();
+            run.serve_recorded(crate::ledger::RecordedCalls::resumed(turn_seq, calls));
+        }
         let bytes = last.payload_bytes().map_err(|e| fail(e.to_string()))?;
         let payload = RecordedPayload {
             format: last.payload_format,

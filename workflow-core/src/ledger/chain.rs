@@ -69,6 +69,10 @@ pub enum Tampering {
         /// Its run.
         run_id: u64,
     },
+    /// A journaled tool call (or a tool call a record holds) is not what
+    /// was journaled.
+    #[error("the tool-call journal was tampered with: {0}")]
+    Journal(crate::spec::JournalTampering),
 }
 
 /// Checks a run's records: contiguous sequence numbers from 0, each

@@ -1,10 +1,9 @@
 //! Records in memory (tests, and runs that need no durability).
 
-use crate::spec::ToolCallRecord;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::ledger::{Ledger, LedgerRecord};
+use crate::ledger::{JournalEntry, Ledger, LedgerRecord};
 use crate::spec::LedgerError;
 /// Records kept in memory, for tests.
 #[derive(Debug, Default)]
@@ -12,7 +11,7 @@ pub struct MemoryLedger {
     runs: Mutex<BTreeMap<u64, Vec<LedgerRecord>>>,
     heads: Mutex<BTreeMap<u64, (u32, String)>>,
     /// Journaled tool calls by run, turn and index.
-    calls: Mutex<BTreeMap<(u64, u32, u32), ToolCallRecord>>,
+    calls: Mutex<BTreeMap<(u64, u32, u32), JournalEntry>>,
 }
 
 impl MemoryLedger {
@@ -79,16 +78,16 @@ impl Ledger for MemoryLedger {
         &self,
         run_id: u64,
         turn_seq: u32,
-        call: &ToolCallRecord,
+        entry: &JournalEntry,
     ) -> Result<(), LedgerError> {
         self.calls
             .lock()
             .map_err(poisoned)?
-            .insert((run_id, turn_seq, call.index), call.clone());
+            .insert((run_id, turn_seq, entry.call.index), entry.clone());
         Ok(())
     }
 
-    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         Ok(self
             .calls
             .lock()

@@ -12,21 +12,26 @@
 //! only with `SqliteLedger::open_read_only`, which never writes to it.
 
 mod chain;
+#[cfg(feature = "checkpoint")]
+mod checkpoint;
 mod divergence;
 pub(crate) mod journal;
+mod journal_entry;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use crate::spec::{LedgerError, PayloadFormat};
+pub use crate::spec::{JournalProblem, JournalTampering, LedgerError, PayloadFormat};
 pub use chain::*;
+#[cfg(feature = "checkpoint")]
+pub use checkpoint::*;
 pub use divergence::*;
 pub(crate) use journal::*;
+pub use journal_entry::*;
 pub use memory::*;
 #[cfg(feature = "sqlite")]
 pub use sqlite::*;
 
-use crate::spec::ToolCallRecord;
 use crate::spec::{Endpoint, Receipt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -165,10 +170,12 @@ pub trait Ledger: Send + Sync {
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError>;
 
     /// Journals the outcome of a tool call before the agent that made it
-    /// sees it: call `call.index` of the turn whose outcome takes sequence
-    /// number `turn_seq` in run `run_id`. When a run is resumed, the turn
-    /// cut by the crash is served these outcomes instead of calling the
-    /// tools again; a later call at the same place replaces the entry.
+    /// sees it: call `entry.call.index` of the turn whose outcome takes
+    /// sequence number `turn_seq` in run `run_id`, bound to that place
+    /// ([`JournalEntry::bind`]). When a run is resumed, the turn cut by the
+    /// crash is served these outcomes (checked first:
+    /// [`check_turn_journal`]) instead of calling the tools again; a later
+    /// call at the same place replaces the entry.
     ///
     /// The default keeps nothing: with a ledger that does not override it,
     /// a resumed turn calls its tools again (at least once).
@@ -176,31 +183,35 @@ pub trait Ledger: Send + Sync {
         &self,
         run_id: u64,
         turn_seq: u32,
-        call: &ToolCallRecord,
+        entry: &JournalEntry,
     ) -> Result<(), LedgerError> {
-        let _ = (run_id, turn_seq, call);
+        let _ = (run_id, turn_seq, entry);
         Ok(())
     }
 
     /// The tool calls journaled for the turn at `turn_seq` of run `run_id`
-    /// ([`append_tool_call`](Self::append_tool_call)), in index order.
-    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+    /// ([`append_tool_call`](Self::append_tool_call)), in index order, as
+    /// stored (unchecked).
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         let _ = (run_id, turn_seq);
         Ok(Vec::new())
     }
 
     /// Verifies the stored records of `run_id` against their chain and
-    /// head: `Ok(())`, or why not ([`VerifyError::Tampered`] with what was
-    /// found, a record that does not read included;
+    /// head, then its tool-call journal against the records
+    /// ([`verify_journal`]): `Ok(())`, or why not ([`VerifyError::Tampered`]
+    /// with what was found, a record that does not read included;
     /// [`VerifyError::Unreadable`] when the storage failed).
     fn verify_run(&self, run_id: u64) -> Result<(), VerifyError> {
         let head = self.head(run_id)?;
         let records = self.records(run_id)?;
-        Ok(verify(
+        verify(
             run_id,
             &records,
             head.as_ref().map(|(s, h)| (*s, h.as_str())),
-        )?)
+        )?;
+        verify_journal(run_id, &records, |turn| self.tool_calls(run_id, turn))?
+            .map_err(|t| VerifyError::Tampered(Tampering::Journal(t)))
     }
 }
 

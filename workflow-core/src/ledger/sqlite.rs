@@ -13,7 +13,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use format::{LEDGER_APPLICATION_ID, LEDGER_FORMAT};
 
-use super::{Ledger, LedgerError, LedgerRecord, ToolCallRecord};
+use super::{JournalEntry, Ledger, LedgerError, LedgerRecord};
+use crate::spec::ToolCallRecord;
 
 /// Records in an embedded SQLite file (bundled SQLite: nothing to
 /// install). Each append is one transaction, committed before it returns
@@ -203,19 +204,19 @@ impl Ledger for SqliteLedger {
         &self,
         run_id: u64,
         turn_seq: u32,
-        call: &ToolCallRecord,
+        entry: &JournalEntry,
     ) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(call).map_err(storage)?;
+        let json = serde_json::to_string(entry).map_err(storage)?;
         self.conn()?
             .execute(
                 "INSERT OR REPLACE INTO tool_calls (run_id, turn_seq, idx, call) VALUES (?1, ?2, ?3, ?4)",
-                params![id(run_id), turn_seq, call.index, json],
+                params![id(run_id), turn_seq, entry.call.index, json],
             )
             .map_err(storage)?;
         Ok(())
     }
 
-    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
+    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         let conn = self.conn()?;
         let mut stmt = conn
             .prepare(
@@ -230,10 +231,10 @@ impl Ledger for SqliteLedger {
         let mut calls = Vec::new();
         for row in rows {
             let (idx, json) = row.map_err(storage)?;
-            let call: ToolCallRecord = serde_json::from_str(&json).map_err(|e| {
+            let entry = journal_entry(&json).map_err(|e| {
                 LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
             })?;
-            calls.push(call);
+            calls.push(entry);
         }
         Ok(calls)
     }
@@ -296,4 +297,18 @@ fn kind(value: &Value) -> &'static str {
         Value::Text(_) => "text",
         Value::Blob(_) => "a blob",
     }
+}
+
+/// A stored journal entry: an entry with its hash, or (written before
+/// entries were bound) the bare call, read as an entry without a hash.
+fn journal_entry(json: &str) -> Result<JournalEntry, serde_json::Error> {
+    serde_json::from_str::<JournalEntry>(json).or_else(|bound| {
+        serde_json::from_str::<ToolCallRecord>(json)
+            .map(|call| JournalEntry {
+                call,
+                hash: String::new(),
+            })
+            // The bound form's error: what a file written today should be.
+            .map_err(|_| bound)
+    })
 }

@@ -29,8 +29,16 @@ pub struct Context<'x, W: Workflow, A> {
     pub(crate) turn_seq: u32,
     /// Where each tool call's outcome is journaled before the agent sees it
     /// (the run's ledger), so that a resumed turn does not repeat it.
-    pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
+    pub(crate) journal: Option<Journal<'x>>,
     pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+/// Where a turn's tool calls are journaled: the run's ledger, and the hash
+/// of the record the turn works on, which each entry is bound to.
+#[derive(Clone)]
+pub(crate) struct Journal<'x> {
+    pub(crate) ledger: &'x dyn crate::ledger::Ledger,
+    pub(crate) anchor: Arc<str>,
 }
 
 /// What a run's turns share with the executor: the log of the current
@@ -257,7 +265,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             hop: self.hop,
             run_id: self.run_id,
             turn_seq: self.turn_seq,
-            journal: self.journal,
+            journal: self.journal.clone(),
         };
         let call = async move { call_tool::<W, T>(tool, input, deps, &shared, at).await };
         #[cfg(feature = "tracing")]
@@ -281,7 +289,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             scope: self.scope,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
-            journal: self.journal,
+            journal: self.journal.clone(),
             agent: PhantomData,
         }
     }

@@ -83,7 +83,8 @@ pub struct Runtime<'x, W: Workflow> {
     /// The scope of the handoff the current turn works under.
     pub(super) turn_scope: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
-    pub(super) prev_hash: String,
+    /// (shared with the turn's context, whose journal entries bind to it).
+    pub(super) prev_hash: Arc<str>,
     /// Microseconds the run had run before it was resumed.
     pub(super) at_offset_us: u64,
 }
@@ -162,7 +163,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
-            prev_hash: String::new(),
+            prev_hash: Arc::from(""),
             at_offset_us: 0,
         }
     }
@@ -235,7 +236,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     *n += 1;
                 }
             }
-            run.prev_hash = r.hash.clone();
+            run.prev_hash = Arc::from(r.hash.as_str());
             run.at_offset_us = r.at_us;
         }
         Ok(run)
@@ -251,14 +252,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let prev = if i == 0 {
             crate::ledger::GENESIS
         } else {
-            self.prev_hash.as_str()
+            &self.prev_hash
         };
         let record = self
             .transcript
             .ledger_record(i, prev)
             .map_err(|e| RunError::Ledger(crate::spec::LedgerError::Corrupt(e.to_string())))?;
         ledger.append(&record).map_err(RunError::Ledger)?;
-        self.prev_hash = record.hash;
+        self.prev_hash = Arc::from(record.hash);
         Ok(())
     }
 
@@ -281,7 +282,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             scope,
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
-            journal: self.ledger,
+            journal: self.ledger.map(|ledger| crate::run::context::Journal {
+                ledger,
+                anchor: self.prev_hash.clone(),
+            }),
             agent: PhantomData,
         }
     }
@@ -697,7 +701,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(reason) = self.check_receipt::<A>(contract) {
             return Err(self.reject_last(reason));
         }
-        let cx = self.context::<A>(self.turn_scope);
+        let mut cx = self.context::<A>(self.turn_scope);
         if let Some(reason) = check_pre::<W, A>(input, &cx) {
             return Err(self.reject_last(reason));
         }
@@ -717,6 +721,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         self.commit_last()?;
+        // The context was made before the receipt was committed: its tool
+        // calls bind to the committed record.
+        if let Some(journal) = cx.journal.as_mut() {
+            journal.anchor = self.prev_hash.clone();
+        }
         self.receipt_decided();
         self.turn_input = i;
         self.progress::<A>();

@@ -67,7 +67,7 @@ pub(crate) struct CallSite<'x> {
     pub(crate) hop: u32,
     pub(crate) run_id: u64,
     pub(crate) turn_seq: u32,
-    pub(crate) journal: Option<&'x dyn crate::ledger::Ledger>,
+    pub(crate) journal: Option<crate::run::context::Journal<'x>>,
 }
 
 /// One tool call, in its steps: the scope, the budget, a recorded outcome
@@ -242,8 +242,17 @@ fn journal_and_log<W: Workflow, T: Tool<W>>(
     mut outcome: Result<T::Output, ToolError>,
 ) -> Result<T::Output, ToolError> {
     let mut then = T::FALLBACK.then;
-    if let Some(journal) = at.journal
-        && let Err(e) = journal.append_tool_call(at.run_id, at.turn_seq, &record)
+    if let Some(journal) = &at.journal
+        && let Err(e) = journal.ledger.append_tool_call(
+            at.run_id,
+            at.turn_seq,
+            &crate::ledger::JournalEntry::bind(
+                at.run_id,
+                at.turn_seq,
+                &journal.anchor,
+                record.clone(),
+            ),
+        )
     {
         outcome = Err(ToolError::new(
             T::NAME,

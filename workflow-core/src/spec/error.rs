@@ -308,6 +308,12 @@ pub enum RunError {
     /// A run could not be resumed from its records.
     #[error("the run cannot be resumed: {0}")]
     Resume(String),
+    /// A journaled tool call of the run is not what was journaled (edited,
+    /// removed, reordered, moved from elsewhere, or not the call its turn's
+    /// record holds): the run is not resumed, so that a forged outcome is
+    /// never served nor recorded.
+    #[error("the run cannot be resumed: {0}")]
+    Journal(crate::spec::JournalTampering),
     /// A `Session::step` future was dropped before its turn completed: the
     /// run cannot go on (the agent's input went with the dropped turn).
     #[error("the run was interrupted: a step was cancelled before its turn completed")]
@@ -396,6 +402,7 @@ pub(crate) fn error_type(error: &RunError) -> &'static str {
         RunError::Ledger(_) => "ledger",
         RunError::Protocol(_) => "protocol",
         RunError::Resume(_) => "resume",
+        RunError::Journal(_) => "journal",
         RunError::Interrupted => "interrupted",
         RunError::Finished => "finished",
         RunError::ToolFailed { .. } => "tool_failed",

@@ -11,9 +11,11 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod checkpoint;
 pub mod contract_parts;
 pub mod enforcement;
 pub mod entry;
+pub mod journal_checked;
 pub mod layers;
 pub mod ledger;
 pub mod models;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger};
+use workflow_core::ledger::{JournalEntry, Ledger, LedgerError, LedgerRecord, MemoryLedger};
 use workflow_core::prelude::*;
 use workflow_core::tool::ToolOutcome;
 
@@ -46,7 +46,7 @@ pub struct Provider {
 }
 
 impl Provider {
-    fn new(hang: bool) -> Self {
+    pub fn new(hang: bool) -> Self {
         Provider {
             charges: AtomicU32::new(0),
             mails: AtomicU32::new(0),
@@ -129,7 +129,7 @@ pub mod payment {
     }
 }
 
-fn order() -> Order {
+pub fn order() -> Order {
     Order {
         customer: "acme".into(),
         amount: 40,
@@ -138,7 +138,7 @@ fn order() -> Order {
 
 /// Runs an order until the cashier waits on the mail forever, then drops
 /// the run, as a crash would cut it: its id.
-async fn crashed_run(ledger: Arc<dyn Ledger>) -> u64 {
+pub async fn crashed_run(ledger: Arc<dyn Ledger>) -> u64 {
     let wf = payment::Workflow::new((), Provider::new(true)).with_ledger(ledger.clone());
     let cut = tokio::time::timeout(Duration::from_millis(50), wf.run(order())).await;
     assert!(cut.is_err(), "the run hangs on the mail");
@@ -204,7 +204,7 @@ async fn a_journaled_call_is_not_made_again() {
     assert_eq!(ledger.records(run).unwrap().len(), 2);
     let journaled = ledger.tool_calls(run, 2).unwrap();
     assert_eq!(journaled.len(), 1, "{journaled:?}");
-    assert_eq!(journaled[0].tool, "charge");
+    assert_eq!(journaled[0].call.tool, "charge");
 
     // A new process resumes the run.
     let wf = payment::Workflow::new((), Provider::new(false)).with_ledger(ledger.clone());
@@ -266,14 +266,17 @@ async fn a_call_that_differs_from_the_journaled_one_is_made() {
     // call (the agent asks something else after the restart): it is made.
     let ledger = Arc::new(MemoryLedger::new());
     let run = crashed_run(ledger.clone()).await;
-    let mut call = ledger.tool_calls(run, 2).unwrap().remove(0);
+    let mut call = ledger.tool_calls(run, 2).unwrap().remove(0).call;
     call.arguments = call.arguments.replace("40", "41");
-    ledger.append_tool_call(run, 2, &call).unwrap();
+    // Journaled at its place, bound to the record the turn works on.
+    let anchor = ledger.records(run).unwrap()[1].hash.clone();
+    let entry = JournalEntry::bind(run, 2, &anchor, call);
+    ledger.append_tool_call(run, 2, &entry).unwrap();
     let wf = payment::Workflow::new((), Provider::new(false)).with_ledger(ledger.clone());
     wf.resume(run).await.expect("resumes");
     assert_eq!(wf.deps().charges.load(Ordering::SeqCst), 1);
     assert_eq!(
-        ledger.tool_calls(run, 2).unwrap()[0].arguments,
+        ledger.tool_calls(run, 2).unwrap()[0].call.arguments,
         r#"{"customer":"acme","amount":40}"#,
         "the call made replaces the journaled one"
     );
