@@ -83,12 +83,12 @@ pub use run::{
 pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
-    FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
-    OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError, RecordedPayload,
-    Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition,
-    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind,
-    ToolInfo, TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage,
-    Workflow,
+    FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node,
+    OnReject, OpenQuestions, Operation, OperationPart, Owns, Payload, PayloadError, Receipt,
+    RecordError, RecordedPayload, Reject, RejectReason, Route, RunError, SchemaName, SchemaSet,
+    Scope, StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit,
+    ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition, TurnRecord,
+    Uncertainty, Unusable, Usage, Workflow,
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,
@@ -174,7 +174,7 @@ pub mod __private {
         out: &mut Vec<u8>,
         payload: &P,
     ) -> Result<crate::spec::PayloadFormat, String> {
-        crate::encode::encode(out, payload)
+        crate::encode::encode(out, payload).map_err(|e| e.to_string())
     }
 
     /// A handoff site of a generated `Route` impl: records the transfer of

@@ -137,7 +137,7 @@ impl Ledger for SqliteLedger {
         let mut records = Vec::new();
         for row in rows {
             let (seq, json) = row.map_err(storage)?;
-            let record: LedgerRecord = serde_json::from_str(&json)
+            let record: LedgerRecord = crate::encode::from_json_text(&json)
                 .map_err(|e| LedgerError::Corrupt(format!("run {run_id} #{seq}: {e}")))?;
             records.push(record);
         }
@@ -202,7 +202,7 @@ impl Ledger for SqliteLedger {
         let mut calls = Vec::new();
         for row in rows {
             let (idx, json) = row.map_err(storage)?;
-            let call: ToolCallRecord = serde_json::from_str(&json).map_err(|e| {
+            let call: ToolCallRecord = crate::encode::from_json_text(&json).map_err(|e| {
                 LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
             })?;
             calls.push(call);

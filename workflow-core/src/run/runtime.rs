@@ -21,6 +21,7 @@ use crate::spec::{ContractView, Expiry};
 use crate::spec::{Escalation, RejectReason, TurnRecord};
 use crate::spec::{Gate, TokenCounter};
 use crate::spec::{Node, OnReject};
+use crate::spec::{PayloadError, PayloadFormat as Format};
 use crate::spec::{Reject, RunError};
 
 /// What an executor sets for each of its runs.
@@ -220,19 +221,25 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             let status = t.entries[i].status;
             let info = &W::GRAPH.edges[edge];
+            let overflow = |what: &str| format!("record #{}: the run's {what} overflows", r.seq);
             if info.bound.is_some() && !r.redelivery {
-                run.edge_uses[edge] += 1;
+                run.edge_uses[edge] = run.edge_uses[edge]
+                    .checked_add(1)
+                    .ok_or_else(|| overflow("edge count"))?;
             }
             if let Node::Agent(to) = info.to {
                 if status.ran() {
-                    run.hops += 1;
+                    run.hops = run
+                        .hops
+                        .checked_add(1)
+                        .ok_or_else(|| overflow("hop count"))?;
                     run.turn_input = i;
                 }
                 if status == Status::Rejected
                     && matches!(agent_on_reject::<W>(to), OnReject::Sender { .. })
                     && let Some(n) = run.returns.get_mut(to as usize)
                 {
-                    *n += 1;
+                    *n = n.checked_add(1).ok_or_else(|| overflow("return count"))?;
                 }
             }
             run.prev_hash = r.hash.clone();
@@ -308,7 +315,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
-        self.record(edge, info, payload, Status::Pending)?;
+        if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
+            return Err(self.reject_last(reason));
+        }
         if let Some(bound) = info.bound {
             let uses = &mut self.edge_uses[edge as usize];
             *uses += 1;
@@ -333,7 +342,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
-        self.record(edge, info, output, Status::Pending)?;
+        if let Some(reason) = self.record(edge, info, output, Status::Pending)? {
+            return Err(self.reject_last(reason));
+        }
         if contract.is_none() && !self.open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
             // they go to the caller with it, recorded with the last turn.
@@ -389,27 +400,46 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
     }
 
+    /// Records the transfer of `payload`; a payload the encoder refuses
+    /// (too deep, a non-finite number) is recorded as `null` and its
+    /// reason returned, for the caller to reject it at its first receipt.
     fn record<P: Serialize>(
         &mut self,
         edge: u16,
         info: &'static crate::spec::EdgeInfo,
         payload: &P,
         status: Status,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<RejectReason>, RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
-        let format = match crate::encode::encode(&mut t.bytes, payload) {
-            Ok(format) => format,
+        let (format, refused) = match crate::encode::encode(&mut t.bytes, payload) {
+            Ok(format) => (format, None),
+            Err(PayloadError::TooDeep { limit }) => {
+                t.bytes.extend_from_slice(b"null");
+                (Format::Json, Some(RejectReason::TooDeep { limit }))
+            }
+            Err(PayloadError::NonFinite { path, value }) => {
+                t.bytes.extend_from_slice(b"null");
+                (Format::Json, Some(RejectReason::NonFinite { path, value }))
+            }
             Err(error) => {
                 return Err(RunError::Encode {
                     from: W::GRAPH.node_name(info.from),
                     to: W::GRAPH.node_name(info.to),
-                    error,
+                    error: error.to_string(),
                 });
             }
         };
         // Offsets are u32 to keep entries small: a run's records are capped
         // at 4 GiB of payload bytes rather than silently wrapped.
+        let at_us = match self.now_us() {
+            Ok(at_us) => at_us,
+            Err(e) => {
+                self.transcript.bytes.truncate(start);
+                return Err(e);
+            }
+        };
+        let t = &mut self.transcript;
         let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
             t.bytes.truncate(start);
             return Err(RunError::Encode {
@@ -426,10 +456,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             format,
             start,
             end,
-            at_us: self.at_offset_us
-                + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
+            at_us,
         });
-        Ok(())
+        Ok(refused)
     }
 
     /// Marks the last transfer rejected and returns the matching error,
@@ -588,8 +617,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Milliseconds since the run started (its resumed part included).
     pub(super) fn elapsed_ms(&self) -> u64 {
-        (self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
+        // Saturating: a resumed run's stored time may be anything (the
+        // next record refuses it, `now_us`); a deadline is long passed.
+        self.at_offset_us
+            .saturating_add(self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
             / 1000
+    }
+
+    /// Microseconds since the run started (before it was resumed too): a
+    /// typed error when a stored time leaves no room, never a wrap.
+    fn now_us(&self) -> Result<u64, RunError> {
+        let elapsed_us = self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        self.at_offset_us.checked_add(elapsed_us).ok_or_else(|| {
+            RunError::Resume(format!(
+                "the run's clock overflows: its records say it had run {} us before it was resumed",
+                self.at_offset_us
+            ))
+        })
     }
 
     /// Starts agent `A`'s turn as the run's `TurnStart` says; a first
@@ -870,8 +914,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         format: crate::spec::PayloadFormat,
         bytes: &[u8],
     ) -> Result<usize, RunError> {
-        let at_us =
-            self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        let at_us = self.now_us()?;
         let t = &mut self.transcript;
         let start = t.bytes.len();
         t.bytes.extend_from_slice(bytes);

@@ -159,7 +159,7 @@ async fn call_with_retries<W: Workflow, T: Tool<W>>(
         let this = match input.take() {
             Some(first) => first,
             // A retry: the arguments again, from their recorded text.
-            None => serde_json::from_str(arguments).map_err(|e| {
+            None => crate::encode::from_json_text(arguments).map_err(|e| {
                 ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
             })?,
         };
