@@ -33,6 +33,27 @@ pub(crate) fn from_json_text<T: serde::de::DeserializeOwned>(
     serde_json::from_value(parse_json(text)?).map_err(|e| PayloadError::Invalid(e.to_string()))
 }
 
+/// Refuses a value built in code that nests deeper than the limit,
+/// without recursing.
+pub(crate) fn check_value_depth(value: &Value) -> Result<(), PayloadError> {
+    let mut stack = vec![(value, 0u32)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        let depth = depth + 1;
+        if depth > MAX_PAYLOAD_DEPTH {
+            return Err(PayloadError::TooDeep {
+                limit: MAX_PAYLOAD_DEPTH,
+            });
+        }
+        stack.extend(children.map(|child| (child, depth)));
+    }
+    Ok(())
+}
+
 /// Refuses JSON text whose arrays and objects nest deeper than the limit,
 /// without recursing (brackets inside strings do not count; text that is
 /// not JSON is left to the parser to name).

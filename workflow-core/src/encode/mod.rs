@@ -24,7 +24,7 @@ use crate::spec::{MAX_PAYLOAD_DEPTH, PayloadError};
 mod json;
 mod scan;
 
-pub(crate) use json::{from_json_text, parse_json};
+pub(crate) use json::{check_value_depth, from_json_text, parse_json};
 
 /// How a recorded payload is encoded: the ledger's own type, so records
 /// and ledger rows need no conversion.
@@ -572,6 +572,18 @@ mod tests;
 pub(crate) fn digest(text: &str) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
+// Defined here, with the strict parser, for the decision type of the spec
+// layer.
+impl crate::spec::Decision {
+    /// A person's decision from JSON text (a form, a file, a request
+    /// body): refused when the text repeats a key in one object (which of
+    /// the two was meant would be a guess) or nests deeper than
+    /// [`MAX_PAYLOAD_DEPTH`], as well as when it is not a decision.
+    pub fn from_json(text: &str) -> Result<Self, PayloadError> {
+        from_json_text(text)
+    }
 }
 
 // Defined here, with the decoder, for the record type of the spec layer.

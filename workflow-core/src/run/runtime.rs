@@ -982,6 +982,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 })
             }
             Decision::Edit { by, payload } => {
+                // Checked before anything walks it (the validator, the
+                // encoder's JSON view) recursively.
+                if let Err(e) = crate::encode::check_value_depth(&payload) {
+                    return Err(RunError::Decision(format!("the edited payload: {e}")));
+                }
                 if let Err(errors) = crate::export::validate::agent_input::<W>(agent, &payload) {
                     return Err(RunError::Decision(format!(
                         "the edited payload does not match the input schema of `{}`: {}",
