@@ -403,7 +403,10 @@ async fn a_reply_with_a_key_twice_is_refused_and_repaired() {
     let twice = valid()
         .to_string()
         .replace(r#""service":"api""#, r#""service":"db","service":"api""#);
-    assert!(twice.contains(r#""service":"db","service":"api""#), "{twice}");
+    assert!(
+        twice.contains(r#""service":"db","service":"api""#),
+        "{twice}"
+    );
     let server = Server::start(vec![
         completion(&twice),
         completion(&edited(|m| {
