@@ -7,5 +7,6 @@
 pub mod fixtures;
 
 pub mod cli;
+pub mod hostile_payloads;
 pub mod replay_schema;
 pub mod trace_link;
