@@ -84,6 +84,25 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
     }
 }
 
+/// `value` as JSON text, as serde_json writes it, within the same limits as
+/// [`encode`]: refused past [`MAX_PAYLOAD_DEPTH`] (without recursing
+/// further) or with a non-finite number (serde_json would write `null`,
+/// which would not read back as what was sent). For tool arguments and
+/// results.
+pub(crate) fn to_json_text<P: Serialize + ?Sized>(value: &P) -> Result<String, PayloadError> {
+    let cx = Cx {
+        json: true,
+        ..Cx::default()
+    };
+    let mut out = Vec::new();
+    match serde_json::to_writer(&mut out, &Nested(value, 0, &cx)) {
+        Ok(()) => String::from_utf8(out).map_err(|e| PayloadError::Invalid(e.to_string())),
+        Err(e) => Err(cx
+            .refusal()
+            .unwrap_or_else(|| PayloadError::Invalid(e.to_string()))),
+    }
+}
+
 /// The JSON text of a payload recorded by [`encode`]: refused (never
 /// recursing past the limit) when it nests deeper than
 /// [`MAX_PAYLOAD_DEPTH`], holds a non-finite number or a key twice.

@@ -362,3 +362,48 @@ fn cut_or_trailing_msgpack_is_refused() {
         Err(PayloadError::Invalid(_))
     ));
 }
+
+/// Tool arguments and results are written as serde_json writes them, within
+/// the same limits as payloads: too deep or non-finite is refused (serde_json
+/// would recurse through it, or write `null`).
+#[test]
+fn tool_json_text_is_serde_json_text_within_the_limits() {
+    use super::to_json_text;
+    #[derive(Serialize)]
+    struct Out {
+        n: u128,
+        unit: Unit,
+        x: f64,
+    }
+    let out = Out {
+        n: u128::MAX,
+        unit: Unit,
+        x: 0.5,
+    };
+    assert_eq!(
+        to_json_text(&out).expect("writes"),
+        serde_json::to_string(&out).expect("writes")
+    );
+    let raw = serde_json::value::RawValue::from_string(r#"{"k": 7}"#.to_owned()).unwrap();
+    assert_eq!(to_json_text(&raw).expect("writes"), r#"{"k": 7}"#);
+    assert_eq!(
+        to_json_text(&Out {
+            x: f64::NAN,
+            ..out
+        }),
+        Err(PayloadError::NonFinite {
+            path: "x".into(),
+            value: "NaN".into()
+        })
+    );
+    on_small_stack(|| {
+        let value = nested(5_000);
+        assert_eq!(
+            to_json_text(&value),
+            Err(PayloadError::TooDeep {
+                limit: MAX_PAYLOAD_DEPTH
+            })
+        );
+        std::mem::forget(value);
+    });
+}
