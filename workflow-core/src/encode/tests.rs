@@ -387,10 +387,7 @@ fn tool_json_text_is_serde_json_text_within_the_limits() {
     let raw = serde_json::value::RawValue::from_string(r#"{"k": 7}"#.to_owned()).unwrap();
     assert_eq!(to_json_text(&raw).expect("writes"), r#"{"k": 7}"#);
     assert_eq!(
-        to_json_text(&Out {
-            x: f64::NAN,
-            ..out
-        }),
+        to_json_text(&Out { x: f64::NAN, ..out }),
         Err(PayloadError::NonFinite {
             path: "x".into(),
             value: "NaN".into()

@@ -212,7 +212,7 @@ async fn a_payload_thousands_of_levels_deep_is_refused_live_with_the_depth_reaso
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .build()
                     .expect("a runtime");
-                rt.block_on(wf.run(spec(5_000, "4242")))
+                rt.block_on(wf.run(spec(5_000, "4242"))).map_err(Box::new)
             })
             .expect("a thread")
     };
@@ -423,4 +423,28 @@ async fn stored_times_at_the_extremes_give_a_saturated_summary() {
     let summary = done.transcript.summary();
     let counter = summary.agents.iter().find(|a| a.name == "counter").unwrap();
     assert_eq!(counter.time_us, u64::MAX);
+}
+
+/// A stored hop number at `u32::MAX` (re-hashed) is carried, never added
+/// to: the resumed run counts its hops from its records and ends.
+#[tokio::test]
+async fn a_stored_hop_at_the_maximum_resumes_without_overflow() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = deep::Workflow::new((), ()).with_ledger(ledger.clone());
+    let run_id = wf
+        .run(spec(1, "2"))
+        .await
+        .expect("runs")
+        .transcript
+        .run_id();
+    let mut records = ledger.records(run_id).unwrap();
+    records.truncate(2); // cut before the checker's turn
+    for r in &mut records {
+        r.hop = u32::MAX;
+    }
+    let wf = deep::Workflow::new((), ()).with_ledger(rehashed(records));
+    let done = wf.resume(run_id).await.expect("resumes");
+    assert_eq!(done.output, Seen(2));
+    let last = done.transcript.records().unwrap().pop().unwrap();
+    assert_eq!(last.hop, 2, "counted from the records: {last:?}");
 }
