@@ -351,7 +351,7 @@ pub enum PayloadError {
     /// Arrays and objects nest deeper than the limit.
     #[error("the payload nests arrays and objects deeper than the limit of {limit} levels")]
     TooDeep {
-        /// The limit ([`MAX_PAYLOAD_DEPTH`](crate::MAX_PAYLOAD_DEPTH)).
+        /// The limit ([`MAX_PAYLOAD_DEPTH`]).
         limit: u32,
     },
     /// A number is NaN or infinite (JSON cannot hold it).
