@@ -953,6 +953,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         match decision {
             Decision::Approve { by } => {
+                // A payload refused unrecorded (`null` stands in its place)
+                // cannot be approved as it was: only an edit carries it on.
+                let last = self.transcript.len().saturating_sub(1);
+                if let Some(crate::spec::Receipt::Escalated {
+                    reason:
+                        Escalation::Rejected {
+                            reason:
+                                reason @ (RejectReason::TooDeep { .. } | RejectReason::NonFinite { .. }),
+                        },
+                }) = self.transcript.receipt(last)
+                {
+                    return Err(RunError::Decision(format!(
+                        "the payload was not recorded ({reason}): edit it instead of approving it"
+                    )));
+                }
                 let state = W::restore(agent, payload).map_err(RunError::Decision)?;
                 let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
                 self.transcript

@@ -369,6 +369,16 @@ async fn an_edited_payload_is_held_to_the_depth_limit_and_refuses_a_key_twice() 
     let wf = deep::Workflow::new((), ());
     let aborted = wf.run(spec(500, "1")).await.expect_err("suspended");
     let suspension = aborted.suspension().expect("a suspension");
+    // Not recorded, so not approvable as it was.
+    let refused = wf
+        .decide(&suspension, Decision::Approve { by: "ann".into() })
+        .await
+        .expect_err("nothing to approve");
+    assert!(
+        matches!(&refused.error, RunError::Decision(m) if m.contains("edit it instead")),
+        "{}",
+        refused.error
+    );
     let mut payload = serde_json::to_value(shape(&spec(1, "2"))).unwrap();
     payload["value"] = nest(1_000);
     let refused = wf
