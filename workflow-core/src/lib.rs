@@ -84,11 +84,11 @@ pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, Endpoint,
     Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph, Handoff,
-    Invariants, Moment, Node, OnReject, OpenQuestions, Operation, OperationPart, Owns, Payload,
-    Receipt, RecordError, RecordedPayload, Reject, RejectReason, Route, RunError, SchemaName,
-    SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool,
-    ToolCallPermit, ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition,
-    TurnRecord, Uncertainty, Unset, Unusable, Usage, Workflow,
+    Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation, OperationPart,
+    Owns, Payload, PayloadError, Receipt, RecordError, RecordedPayload, Reject, RejectReason,
+    Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then,
+    TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind, ToolInfo, TransferRecord,
+    TransferView, Transition, TurnRecord, Uncertainty, Unset, Unusable, Usage, Workflow,
 };
 pub use spec::{EvidenceSaid, OpenSaid};
 
@@ -175,7 +175,7 @@ pub mod __private {
         out: &mut Vec<u8>,
         payload: &P,
     ) -> Result<crate::spec::PayloadFormat, String> {
-        crate::encode::encode(out, payload)
+        crate::encode::encode(out, payload).map_err(|e| e.to_string())
     }
 
     /// A handoff site of a generated `Route` impl: records the transfer of

@@ -8,6 +8,7 @@ pub mod fixtures;
 
 pub mod checkpoint;
 pub mod cli;
+pub mod hostile_payloads;
 pub mod read_only;
 pub mod replay_schema;
 pub mod trace_link;

@@ -49,7 +49,7 @@ impl Suspension {
     pub fn payload_json(&self) -> Result<String, String> {
         let r = self.records.last().ok_or("no records")?;
         let bytes = r.payload_bytes().map_err(|e| e.to_string())?;
-        crate::encode::to_json(r.payload_format, &bytes)
+        crate::encode::to_json(r.payload_format, &bytes).map_err(|e| e.to_string())
     }
 
     /// The suspension as bytes (JSON), to store anywhere.
@@ -60,7 +60,8 @@ impl Suspension {
     /// A suspension read back from [`to_bytes`](Self::to_bytes); its chain
     /// is verified when a decision is applied.
     pub fn from_bytes(bytes: &[u8]) -> Result<Suspension, String> {
-        let s: Suspension = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+        let s: Suspension = crate::encode::from_json_text(text).map_err(|e| e.to_string())?;
         if Suspension::from_records(s.records.clone()).is_none() {
             return Err("the records do not end with an escalated transfer".into());
         }

@@ -347,12 +347,21 @@ impl<W: Workflow> Executor<W> {
         };
         let state = match (status, info.to, decision) {
             (Status::Accepted, Node::End, None) => {
-                return match payload.decode::<W::Output>() {
+                return match crate::encode::decode::<W::Output>(payload.format, payload.bytes) {
                     Ok(output) => Ok(Completed {
                         output,
                         transcript: run.transcript,
                     }),
-                    Err(e) => Err(fail(format!("the recorded output does not decode: {e}"))),
+                    Err(e @ crate::spec::PayloadError::Invalid(_)) => {
+                        Err(fail(format!("the recorded output does not decode: {e}")))
+                    }
+                    Err(error) => Err(stopped(
+                        RunError::Unreadable {
+                            seq: last.seq,
+                            error,
+                        },
+                        run,
+                    )),
                 };
             }
             (Status::Rejected, Node::Agent(_), None) => {
@@ -415,6 +424,18 @@ impl<W: Workflow> Executor<W> {
                 });
             }
             (s, Node::Agent(agent), None) if s.ran() => {
+                // Read back within the same limits it was accepted under: a
+                // payload that does not is named as such, not as a schema
+                // mismatch.
+                if let Err(error) = crate::encode::to_json(payload.format, payload.bytes) {
+                    return Err(stopped(
+                        RunError::Unreadable {
+                            seq: last.seq,
+                            error,
+                        },
+                        run,
+                    ));
+                }
                 if let Err(errors) = validate_recorded::<W>(agent, &payload) {
                     return Err(stopped(
                         RunError::Rejected {
@@ -481,7 +502,8 @@ fn validate_recorded<W: Workflow>(
     agent: u16,
     payload: &RecordedPayload<'_>,
 ) -> Result<(), Vec<String>> {
-    let text = crate::encode::to_json(payload.format, payload.bytes).map_err(|e| vec![e])?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| vec![e.to_string()])?;
+    let text =
+        crate::encode::to_json(payload.format, payload.bytes).map_err(|e| vec![e.to_string()])?;
+    let value = crate::encode::parse_json(&text).map_err(|e| vec![e.to_string()])?;
     crate::export::validate::agent_input::<W>(agent, &value)
 }

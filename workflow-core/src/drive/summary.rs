@@ -76,9 +76,12 @@ impl Transcript {
                 let name = self.graph.node_name(sender);
                 path.push(name.to_owned());
                 let a = by_name(name, &mut agents);
-                agents[a].turns += 1;
+                agents[a].turns = agents[a].turns.saturating_add(1);
                 if let Some(next) = self.entries.get(i + 1) {
-                    agents[a].time_us += next.at_us.saturating_sub(e.at_us);
+                    // Times read back from a ledger may be anything: the
+                    // account saturates, never wraps or panics.
+                    let took = next.at_us.saturating_sub(e.at_us);
+                    agents[a].time_us = agents[a].time_us.saturating_add(took);
                 }
             }
             if e.status.ran()
@@ -87,21 +90,28 @@ impl Transcript {
                 let name = self.graph.node_name(edge.to);
                 path.push(name.to_owned());
                 let a = by_name(name, &mut agents);
-                agents[a].turns += 1;
+                agents[a].turns = agents[a].turns.saturating_add(1);
                 if let Some(next) = self.entries.get(i + 1) {
-                    agents[a].time_us += next.at_us.saturating_sub(e.at_us);
+                    // Times read back from a ledger may be anything: the
+                    // account saturates, never wraps or panics.
+                    let took = next.at_us.saturating_sub(e.at_us);
+                    agents[a].time_us = agents[a].time_us.saturating_add(took);
                 }
             }
         }
         for (_, turn) in &self.turns {
             let a = by_name(&turn.agent, &mut agents);
-            agents[a].tool_calls += turn.tool_calls.len() as u32;
-            agents[a].failed_tool_calls += turn
+            let calls = u32::try_from(turn.tool_calls.len()).unwrap_or(u32::MAX);
+            let failed = turn
                 .tool_calls
                 .iter()
                 .filter(|c| matches!(c.outcome, crate::spec::ToolOutcome::Failed { .. }))
-                .count() as u32;
-            agents[a].tokens += turn.usage.total_tokens();
+                .count();
+            let failed = u32::try_from(failed).unwrap_or(u32::MAX);
+            let agent = &mut agents[a];
+            agent.tool_calls = agent.tool_calls.saturating_add(calls);
+            agent.failed_tool_calls = agent.failed_tool_calls.saturating_add(failed);
+            agent.tokens = agent.tokens.saturating_add(turn.usage.total_tokens());
         }
         let last = self.len().checked_sub(1);
         let outcome = match last.and_then(|i| Some((self.record(i).ok()?, i))) {

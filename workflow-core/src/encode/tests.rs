@@ -1,6 +1,7 @@
 //! The canonical encoding reads back as exactly the JSON serde_json writes.
 
-use super::{Format, encode, to_json};
+use super::{Format, decode, encode, from_json_text, parse_json, to_json};
+use crate::spec::{MAX_PAYLOAD_DEPTH, PayloadError};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -119,7 +120,10 @@ fn a_map_key_json_cannot_hold_is_refused() {
     let value = BTreeMap::from([((1u8, 2u8), 3u8)]);
     let mut buf = vec![7];
     let error = encode(&mut buf, &value).expect_err("serde_json refuses tuple keys");
-    assert!(error.contains("key must be a string"), "{error}");
+    assert!(
+        error.to_string().contains("key must be a string"),
+        "{error}"
+    );
     assert_eq!(buf, [7], "nothing half-written is left");
 }
 
@@ -142,26 +146,261 @@ fn serde_json_private_types_are_recorded_as_json() {
     );
 }
 
-/// A payload nested deeper than the decoder's default limit (1,024) reads
-/// back. (Run on a large stack: serde recurses once per level.)
-#[test]
-fn deep_nesting_reads_back() {
-    let check = || {
-        let mut value = serde_json::Value::Null;
-        for _ in 0..1100 {
-            value = serde_json::Value::Array(vec![value]);
-        }
-        let mut buf = Vec::new();
-        let format = encode(&mut buf, &value).expect("encodes");
-        assert_eq!(
-            to_json(format, &buf).expect("decodes"),
-            serde_json::to_string(&value).expect("serializes")
-        );
-    };
+/// `depth` arrays around `null`.
+fn nested(depth: u32) -> serde_json::Value {
+    let mut value = serde_json::Value::Null;
+    for _ in 0..depth {
+        value = serde_json::Value::Array(vec![value]);
+    }
+    value
+}
+
+/// `depth` one-element MessagePack arrays around `nil`, written by hand.
+fn nested_msgpack(depth: usize) -> Vec<u8> {
+    let mut bytes = vec![0x91; depth];
+    bytes.push(0xc0);
+    bytes
+}
+
+/// Runs `check` on a thread with a small stack (256 KiB): a check that
+/// recursed once per level of a deep value would overflow it.
+fn on_small_stack(check: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
-        .stack_size(64 << 20)
+        .stack_size(256 << 10)
         .spawn(check)
         .expect("a thread")
         .join()
         .expect("the check passes");
+}
+
+/// A payload exactly at the limit is recorded and reads back as the JSON
+/// serde_json writes (which serde_json itself parses again).
+#[test]
+fn a_payload_at_the_depth_limit_reads_back() {
+    let value = nested(MAX_PAYLOAD_DEPTH);
+    let mut buf = Vec::new();
+    let format = encode(&mut buf, &value).expect("at the limit");
+    let text = to_json(format, &buf).expect("reads back");
+    assert_eq!(text, serde_json::to_string(&value).expect("serializes"));
+    assert_eq!(parse_json(&text).expect("parses"), value);
+    assert_eq!(
+        decode::<serde_json::Value>(format, &buf).expect("decodes"),
+        value
+    );
+}
+
+/// One level more is refused with the limit, before anything is written;
+/// a few thousand levels built in code are refused without recursing
+/// through them.
+#[test]
+fn a_payload_past_the_depth_limit_is_refused_without_recursing() {
+    let too_deep = PayloadError::TooDeep {
+        limit: MAX_PAYLOAD_DEPTH,
+    };
+    let mut buf = vec![7];
+    let error = encode(&mut buf, &nested(MAX_PAYLOAD_DEPTH + 1)).expect_err("too deep");
+    assert_eq!(error, too_deep);
+    assert_eq!(buf, [7], "nothing half-written is left");
+
+    let value = nested(5_000);
+    let check = move || {
+        let mut buf = Vec::new();
+        let error = encode(&mut buf, &value).expect_err("too deep");
+        assert_eq!(error, PayloadError::TooDeep { limit: 64 });
+        assert!(buf.is_empty());
+        // Dropping a serde_json value recurses once per level, as every
+        // serde_json value does: not what is checked here.
+        std::mem::forget(value);
+    };
+    on_small_stack(check);
+}
+
+/// The limit counts levels as JSON does: an enum variant's object counts
+/// (`{"B": [..]}` is two levels), a struct is one, an `Option` none.
+#[test]
+fn the_depth_counts_the_json_levels() {
+    #[derive(Serialize)]
+    struct Wrap {
+        inner: Option<External>,
+    }
+    // {"inner": {"C": [1, "c"]}}: three levels.
+    let value = Wrap {
+        inner: Some(External::C(1, "c".into())),
+    };
+    let mut buf = Vec::new();
+    encode(&mut buf, &value).expect("encodes");
+    let json = serde_json::to_string(&value).expect("serializes");
+    assert_eq!(json, r#"{"inner":{"C":[1,"c"]}}"#);
+    // The same value under 61 more arrays is at the limit, under 62 past it.
+    let at_limit = (0..MAX_PAYLOAD_DEPTH - 3)
+        .fold(serde_json::to_value(&value).unwrap(), |v, _| {
+            serde_json::Value::Array(vec![v])
+        });
+    buf.clear();
+    encode(&mut buf, &at_limit).expect("at the limit");
+    to_json(Format::Msgpack, &buf).expect("reads back at the limit");
+    let past = serde_json::Value::Array(vec![at_limit]);
+    assert!(matches!(
+        encode(&mut Vec::new(), &past),
+        Err(PayloadError::TooDeep { .. })
+    ));
+}
+
+/// Recorded bytes deeper than the limit (written by hand or another
+/// version) give a typed error on read-back, never a stack overflow; so
+/// does JSON text.
+#[test]
+fn stored_bytes_past_the_depth_limit_are_refused_on_read_back() {
+    on_small_stack(|| {
+        let too_deep = PayloadError::TooDeep {
+            limit: MAX_PAYLOAD_DEPTH,
+        };
+        let bytes = nested_msgpack(5_000);
+        assert_eq!(to_json(Format::Msgpack, &bytes), Err(too_deep.clone()));
+        assert_eq!(
+            decode::<serde_json::Value>(Format::Msgpack, &bytes),
+            Err(too_deep.clone())
+        );
+        let text = "[".repeat(5_000) + &"]".repeat(5_000);
+        assert_eq!(
+            to_json(Format::Json, text.as_bytes()),
+            Err(too_deep.clone())
+        );
+        assert_eq!(parse_json(&text), Err(too_deep.clone()));
+        // Exactly at the limit, both read back.
+        let at = nested_msgpack(MAX_PAYLOAD_DEPTH as usize);
+        to_json(Format::Msgpack, &at).expect("at the limit");
+        let text = "[".repeat(64) + &"]".repeat(64);
+        to_json(Format::Json, text.as_bytes()).expect("at the limit");
+        // Brackets inside strings do not count.
+        parse_json(&format!("[{:?}]", "[".repeat(500))).expect("a string");
+    });
+}
+
+/// NaN and the infinities are refused with where they are: JSON cannot
+/// hold them (serde_json would write `null`).
+#[test]
+fn non_finite_numbers_are_refused_with_their_place() {
+    #[derive(Serialize)]
+    struct Prices {
+        name: &'static str,
+        prices: Vec<f64>,
+        by_key: BTreeMap<&'static str, f32>,
+    }
+    let cases = [
+        (vec![1.0, f64::NAN], 1.0, "prices[1]", "NaN"),
+        (vec![f64::INFINITY], 1.0, "prices[0]", "inf"),
+        (vec![], f32::NEG_INFINITY, "by_key.k", "-inf"),
+    ];
+    for (prices, k, path, value) in cases {
+        let payload = Prices {
+            name: "p",
+            prices,
+            by_key: BTreeMap::from([("k", k)]),
+        };
+        let mut buf = Vec::new();
+        assert_eq!(
+            encode(&mut buf, &payload),
+            Err(PayloadError::NonFinite {
+                path: path.into(),
+                value: value.into()
+            })
+        );
+        assert!(buf.is_empty());
+    }
+    // Recorded bytes holding one (written before this check) are refused.
+    let mut bytes = vec![0x91, 0xcb];
+    bytes.extend_from_slice(&f64::NAN.to_be_bytes());
+    assert!(matches!(
+        to_json(Format::Msgpack, &bytes),
+        Err(PayloadError::NonFinite { .. })
+    ));
+}
+
+/// A key twice in one object is refused, at any depth, in JSON text and
+/// in recorded MessagePack; the error names the key.
+#[test]
+fn a_key_twice_is_refused_everywhere() {
+    let dup = PayloadError::DuplicateKey {
+        key: "amount".into(),
+    };
+    assert_eq!(
+        parse_json(r#"{"amount":1,"amount":1000000}"#),
+        Err(dup.clone())
+    );
+    assert_eq!(
+        parse_json(r#"{"a":[{"b":{"amount":1,"x":2,"amount":3}}]}"#),
+        Err(dup.clone())
+    );
+    assert_eq!(
+        from_json_text::<BTreeMap<String, u32>>(r#"{"amount":1,"amount":1000000}"#),
+        Err(dup.clone())
+    );
+    // The same key in two objects is fine.
+    parse_json(r#"[{"amount":1},{"amount":2}]"#).expect("two objects");
+    // {"amount": 1, "amount": 2} in MessagePack.
+    let bytes = [
+        0x82, 0xa6, b'a', b'm', b'o', b'u', b'n', b't', 0x01, 0xa6, b'a', b'm', b'o', b'u', b'n',
+        b't', 0x02,
+    ];
+    assert_eq!(to_json(Format::Msgpack, &bytes), Err(dup.clone()));
+    assert_eq!(
+        decode::<serde_json::Value>(Format::Msgpack, &bytes),
+        Err(dup)
+    );
+}
+
+/// Bytes cut short or running on after the value are refused as invalid.
+#[test]
+fn cut_or_trailing_msgpack_is_refused() {
+    assert!(matches!(
+        to_json(Format::Msgpack, &[0x92, 0x01]),
+        Err(PayloadError::Invalid(_))
+    ));
+    assert!(matches!(
+        to_json(Format::Msgpack, &[0x01, 0x02]),
+        Err(PayloadError::Invalid(_))
+    ));
+}
+
+/// Tool arguments and results are written as serde_json writes them, within
+/// the same limits as payloads: too deep or non-finite is refused (serde_json
+/// would recurse through it, or write `null`).
+#[test]
+fn tool_json_text_is_serde_json_text_within_the_limits() {
+    use super::to_json_text;
+    #[derive(Serialize)]
+    struct Out {
+        n: u128,
+        unit: Unit,
+        x: f64,
+    }
+    let out = Out {
+        n: u128::MAX,
+        unit: Unit,
+        x: 0.5,
+    };
+    assert_eq!(
+        to_json_text(&out).expect("writes"),
+        serde_json::to_string(&out).expect("writes")
+    );
+    let raw = serde_json::value::RawValue::from_string(r#"{"k": 7}"#.to_owned()).unwrap();
+    assert_eq!(to_json_text(&raw).expect("writes"), r#"{"k": 7}"#);
+    assert_eq!(
+        to_json_text(&Out { x: f64::NAN, ..out }),
+        Err(PayloadError::NonFinite {
+            path: "x".into(),
+            value: "NaN".into()
+        })
+    );
+    on_small_stack(|| {
+        let value = nested(5_000);
+        assert_eq!(
+            to_json_text(&value),
+            Err(PayloadError::TooDeep {
+                limit: MAX_PAYLOAD_DEPTH
+            })
+        );
+        std::mem::forget(value);
+    });
 }

@@ -130,7 +130,7 @@ impl RecordedCalls {
             ToolOutcome::Failed { error } => return Err(error.clone()),
             ToolOutcome::Ok { result, .. } => result,
         };
-        serde_json::from_str(result)
+        crate::encode::from_json_text(result)
             .map(|out| (out, result.clone()))
             .map_err(|e| {
                 let error = format!("the recorded result does not read as the tool's output: {e}");

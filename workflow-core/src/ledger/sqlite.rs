@@ -260,8 +260,8 @@ fn stored_record(
     })?;
     let corrupt = |why: String| LedgerError::CorruptRecord { run_id, seq, why };
     let json = text_of(&json).map_err(corrupt)?;
-    let record: LedgerRecord =
-        serde_json::from_str(&json).map_err(|e| corrupt(format!("it is not a record: {e}")))?;
+    let record: LedgerRecord = crate::encode::from_json_text(&json)
+        .map_err(|e| corrupt(format!("it is not a record: {e}")))?;
     if record.seq != seq {
         return Err(corrupt(format!(
             "it is stored as #{seq} but carries #{}",
@@ -301,14 +301,17 @@ fn kind(value: &Value) -> &'static str {
 
 /// A stored journal entry: an entry with its hash, or (written before
 /// entries were bound) the bare call, read as an entry without a hash.
-fn journal_entry(json: &str) -> Result<JournalEntry, serde_json::Error> {
-    serde_json::from_str::<JournalEntry>(json).or_else(|bound| {
-        serde_json::from_str::<ToolCallRecord>(json)
+fn journal_entry(json: &str) -> Result<JournalEntry, crate::spec::PayloadError> {
+    // Parsed once, refusing a key given twice and a value nested past the
+    // limit, then read as either form.
+    let value = crate::encode::parse_json(json)?;
+    serde_json::from_value::<JournalEntry>(value.clone()).or_else(|bound| {
+        serde_json::from_value::<ToolCallRecord>(value)
             .map(|call| JournalEntry {
                 call,
                 hash: String::new(),
             })
             // The bound form's error: what a file written today should be.
-            .map_err(|_| bound)
+            .map_err(|_| crate::spec::PayloadError::Invalid(bound.to_string()))
     })
 }

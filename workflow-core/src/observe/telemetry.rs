@@ -342,6 +342,8 @@ mod recording {
             RejectReason::ForbiddenField { .. } => "forbidden_field",
             RejectReason::InvariantBroken { .. } => "invariant_broken",
             RejectReason::Denied { .. } => "denied",
+            RejectReason::TooDeep { .. } => "too_deep",
+            RejectReason::NonFinite { .. } => "non_finite",
             RejectReason::SchemaMismatch { .. } => "schema_mismatch",
             RejectReason::UncertaintyDropped { .. } => "uncertainty_dropped",
             RejectReason::ResentUnchanged => "resent_unchanged",

@@ -333,9 +333,15 @@ fn accept<T: Payload>(
     name: &str,
     rules: &[Rule<'_, T>],
 ) -> Result<T, ModelError> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        ModelError::new(ModelErrorKind::MalformedJson, "the reply is not JSON")
-            .with_errors(vec![e.to_string()])
+    // Strict: a key twice (which one counts would be a guess) or nesting
+    // past the limit is refused as a malformed reply, for the model to
+    // repair.
+    let value = crate::encode::parse_json(text).map_err(|e| {
+        let message = match e {
+            crate::spec::PayloadError::Invalid(_) => "the reply is not JSON",
+            _ => "the reply is not JSON this executor takes",
+        };
+        ModelError::new(ModelErrorKind::MalformedJson, message).with_errors(vec![e.to_string()])
     })?;
     crate::export::validate::against(schema, &value).map_err(|errors| {
         ModelError::new(

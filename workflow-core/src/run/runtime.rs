@@ -21,6 +21,7 @@ use crate::spec::{ContractView, Expiry};
 use crate::spec::{Escalation, RejectReason, TurnRecord};
 use crate::spec::{Gate, TokenCounter};
 use crate::spec::{Node, OnReject};
+use crate::spec::{PayloadError, PayloadFormat as Format};
 use crate::spec::{Reject, RunError};
 
 /// What an executor sets for each of its runs.
@@ -221,19 +222,25 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             let status = t.entries[i].status;
             let info = &W::GRAPH.edges[edge];
+            let overflow = |what: &str| format!("record #{}: the run's {what} overflows", r.seq);
             if info.bound.is_some() && !r.redelivery {
-                run.edge_uses[edge] += 1;
+                run.edge_uses[edge] = run.edge_uses[edge]
+                    .checked_add(1)
+                    .ok_or_else(|| overflow("edge count"))?;
             }
             if let Node::Agent(to) = info.to {
                 if status.ran() {
-                    run.hops += 1;
+                    run.hops = run
+                        .hops
+                        .checked_add(1)
+                        .ok_or_else(|| overflow("hop count"))?;
                     run.turn_input = i;
                 }
                 if status == Status::Rejected
                     && matches!(agent_on_reject::<W>(to), OnReject::Sender { .. })
                     && let Some(n) = run.returns.get_mut(to as usize)
                 {
-                    *n += 1;
+                    *n = n.checked_add(1).ok_or_else(|| overflow("return count"))?;
                 }
             }
             run.prev_hash = Arc::from(r.hash.as_str());
@@ -312,7 +319,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
-        self.record(edge, info, payload, Status::Pending)?;
+        if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
+            return Err(self.reject_last(reason));
+        }
         if let Some(bound) = info.bound {
             let uses = &mut self.edge_uses[edge as usize];
             *uses += 1;
@@ -337,7 +346,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
-        self.record(edge, info, output, Status::Pending)?;
+        if let Some(reason) = self.record(edge, info, output, Status::Pending)? {
+            return Err(self.reject_last(reason));
+        }
         if contract.is_none() && !self.open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
             // they go to the caller with it, recorded with the last turn.
@@ -393,27 +404,46 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
     }
 
+    /// Records the transfer of `payload`; a payload the encoder refuses
+    /// (too deep, a non-finite number) is recorded as `null` and its
+    /// reason returned, for the caller to reject it at its first receipt.
     fn record<P: Serialize>(
         &mut self,
         edge: u16,
         info: &'static crate::spec::EdgeInfo,
         payload: &P,
         status: Status,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<RejectReason>, RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
-        let format = match crate::encode::encode(&mut t.bytes, payload) {
-            Ok(format) => format,
+        let (format, refused) = match crate::encode::encode(&mut t.bytes, payload) {
+            Ok(format) => (format, None),
+            Err(PayloadError::TooDeep { limit }) => {
+                t.bytes.extend_from_slice(b"null");
+                (Format::Json, Some(RejectReason::TooDeep { limit }))
+            }
+            Err(PayloadError::NonFinite { path, value }) => {
+                t.bytes.extend_from_slice(b"null");
+                (Format::Json, Some(RejectReason::NonFinite { path, value }))
+            }
             Err(error) => {
                 return Err(RunError::Encode {
                     from: W::GRAPH.node_name(info.from),
                     to: W::GRAPH.node_name(info.to),
-                    error,
+                    error: error.to_string(),
                 });
             }
         };
         // Offsets are u32 to keep entries small: a run's records are capped
         // at 4 GiB of payload bytes rather than silently wrapped.
+        let at_us = match self.now_us() {
+            Ok(at_us) => at_us,
+            Err(e) => {
+                self.transcript.bytes.truncate(start);
+                return Err(e);
+            }
+        };
+        let t = &mut self.transcript;
         let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(t.bytes.len())) else {
             t.bytes.truncate(start);
             return Err(RunError::Encode {
@@ -430,10 +460,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             format,
             start,
             end,
-            at_us: self.at_offset_us
-                + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000,
+            at_us,
         });
-        Ok(())
+        Ok(refused)
     }
 
     /// Marks the last transfer rejected and returns the matching error,
@@ -592,8 +621,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Milliseconds since the run started (its resumed part included).
     pub(super) fn elapsed_ms(&self) -> u64 {
-        (self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
+        // Saturating: a resumed run's stored time may be anything (the
+        // next record refuses it, `now_us`); a deadline is long passed.
+        self.at_offset_us
+            .saturating_add(self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000)
             / 1000
+    }
+
+    /// Microseconds since the run started (before it was resumed too): a
+    /// typed error when a stored time leaves no room, never a wrap.
+    fn now_us(&self) -> Result<u64, RunError> {
+        let elapsed_us = self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        self.at_offset_us.checked_add(elapsed_us).ok_or_else(|| {
+            RunError::Resume(format!(
+                "the run's clock overflows: its records say it had run {} us before it was resumed",
+                self.at_offset_us
+            ))
+        })
     }
 
     /// Starts agent `A`'s turn as the run's `TurnStart` says; a first
@@ -879,8 +923,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         format: crate::spec::PayloadFormat,
         bytes: &[u8],
     ) -> Result<usize, RunError> {
-        let at_us =
-            self.at_offset_us + self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
+        let at_us = self.now_us()?;
         let t = &mut self.transcript;
         let start = t.bytes.len();
         t.bytes.extend_from_slice(bytes);
@@ -919,6 +962,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         match decision {
             Decision::Approve { by } => {
+                // A payload refused unrecorded (`null` stands in its place)
+                // cannot be approved as it was: only an edit carries it on.
+                let last = self.transcript.len().saturating_sub(1);
+                if let Some(crate::spec::Receipt::Escalated {
+                    reason:
+                        Escalation::Rejected {
+                            reason:
+                                reason @ (RejectReason::TooDeep { .. } | RejectReason::NonFinite { .. }),
+                        },
+                }) = self.transcript.receipt(last)
+                {
+                    return Err(RunError::Decision(format!(
+                        "the payload was not recorded ({reason}): edit it instead of approving it"
+                    )));
+                }
                 let state = W::restore(agent, payload).map_err(RunError::Decision)?;
                 let i = self.push_redelivery(edge, payload.format, payload.bytes)?;
                 self.transcript
@@ -948,6 +1006,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 })
             }
             Decision::Edit { by, payload } => {
+                // Checked before anything walks it (the validator, the
+                // encoder's JSON view) recursively.
+                if let Err(e) = crate::encode::check_value_depth(&payload) {
+                    return Err(RunError::Decision(format!("the edited payload: {e}")));
+                }
                 if let Err(errors) = crate::export::validate::agent_input::<W>(agent, &payload) {
                     return Err(RunError::Decision(format!(
                         "the edited payload does not match the input schema of `{}`: {}",

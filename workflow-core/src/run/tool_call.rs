@@ -83,7 +83,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
 ) -> Result<T::Output, ToolError> {
     let started = std::time::Instant::now();
     let index = shared.next_call_index();
-    let arguments = serde_json::to_string(&input);
+    let arguments = crate::encode::to_json_text(&input);
     let mut attempts = 0;
     // Set when the outcome comes from a record, not from the tool.
     let mut served: Option<ToolCallRecord> = None;
@@ -159,7 +159,7 @@ async fn call_with_retries<W: Workflow, T: Tool<W>>(
         let this = match input.take() {
             Some(first) => first,
             // A retry: the arguments again, from their recorded text.
-            None => serde_json::from_str(arguments).map_err(|e| {
+            None => crate::encode::from_json_text(arguments).map_err(|e| {
                 ToolError::new(T::NAME, format!("the arguments do not read back: {e}"))
             })?,
         };
@@ -188,7 +188,7 @@ fn fail_fast<W: Workflow, T: Tool<W>>(out: T::Output) -> Result<(T::Output, Stri
     if let Err(unusable) = out.fail_fast() {
         return Err(unusable.into_error(T::NAME));
     }
-    match serde_json::to_string(&out) {
+    match crate::encode::to_json_text(&out) {
         Ok(text) => Ok((out, text)),
         Err(e) => Err(ToolError::of(
             T::NAME,
@@ -202,7 +202,7 @@ fn fail_fast<W: Workflow, T: Tool<W>>(out: T::Output) -> Result<(T::Output, Stri
 /// digest (or its error), attempts and duration.
 fn record_of<W: Workflow, T: Tool<W>>(
     index: u32,
-    arguments: Result<String, serde_json::Error>,
+    arguments: Result<String, crate::spec::PayloadError>,
     outcome: Result<(T::Output, String), ToolError>,
     attempts: u32,
     duration_us: u64,

@@ -93,8 +93,10 @@ impl Transcript {
     pub fn payload(&self, i: usize) -> Result<String, RecordError> {
         let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
         let bytes = self.payload_bytes(i).ok_or(RecordError::NoSuchRecord(i))?;
-        crate::encode::to_json(e.format, bytes)
-            .map_err(|error| RecordError::Undecodable { seq: i, error })
+        crate::encode::to_json(e.format, bytes).map_err(|error| RecordError::Undecodable {
+            seq: i,
+            error: error.to_string(),
+        })
     }
 
     /// The `i`th entry and the edge it crossed.

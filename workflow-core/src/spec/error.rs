@@ -314,6 +314,16 @@ pub enum RunError {
     /// never served nor recorded.
     #[error("the run cannot be resumed: {0}")]
     Journal(crate::spec::JournalTampering),
+    /// A recorded payload cannot be read back within the limits a live run
+    /// accepts (deeper than [`MAX_PAYLOAD_DEPTH`], a non-finite number, a
+    /// key twice): written by hand or by another version.
+    #[error("record #{seq} cannot be read back: {error}")]
+    Unreadable {
+        /// The record's sequence number.
+        seq: u32,
+        /// What is wrong with its payload.
+        error: PayloadError,
+    },
     /// A `Session::step` future was dropped before its turn completed: the
     /// run cannot go on (the agent's input went with the dropped turn).
     #[error("the run was interrupted: a step was cancelled before its turn completed")]
@@ -321,6 +331,53 @@ pub enum RunError {
     /// `step` was called on a run that already ended.
     #[error("the run has already ended")]
     Finished,
+}
+
+/// The deepest nesting of arrays and objects a payload may have, counted
+/// in its JSON form (`1` and `"a"` are 0 deep, `[1]` and `{"a": 1}` 1,
+/// `{"a": [1]}` 2). The same limit holds live (a deeper payload is refused
+/// at its first receipt with [`RejectReason::TooDeep`](crate::RejectReason)),
+/// on read-back (`show`, `diff`), on resume and in replay, and for JSON
+/// parsed from outside (a model's reply, a person's edit).
+///
+/// Why 64: half of serde_json's own parsing limit (128), so that a payload
+/// still parses with serde_json's defaults inside the envelopes built around
+/// it (a gate's input, `workflow show --json`, a suspension file, a model
+/// reply's wrapper); far beyond any handoff (real payloads nest under 10);
+/// and low enough that encoding, decoding and validating it recurse a few
+/// kilobytes of stack, never a worker's whole stack.
+pub const MAX_PAYLOAD_DEPTH: u32 = 64;
+
+/// A payload that cannot cross a boundary as it is: one the encoder refuses
+/// to record, or JSON text (a model's reply, a person's edit, a stored
+/// record) that is not taken as it stands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PayloadError {
+    /// Arrays and objects nest deeper than the limit.
+    #[error("the payload nests arrays and objects deeper than the limit of {limit} levels")]
+    TooDeep {
+        /// The limit ([`MAX_PAYLOAD_DEPTH`]).
+        limit: u32,
+    },
+    /// A number is NaN or infinite (JSON cannot hold it).
+    #[error("the payload holds the non-finite number {value} at `{path}`, which JSON cannot hold")]
+    NonFinite {
+        /// Where (`prices[2]`; empty for the payload itself).
+        path: String,
+        /// `NaN`, `inf` or `-inf`.
+        value: String,
+    },
+    /// An object holds the same key twice (which one counts would be a
+    /// guess).
+    #[error("the payload holds the key `{key}` twice in one object")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// Anything else: not valid JSON or MessagePack, not serializable.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// A ledger that could not store or give back records.
@@ -403,6 +460,7 @@ pub(crate) fn error_type(error: &RunError) -> &'static str {
         RunError::Protocol(_) => "protocol",
         RunError::Resume(_) => "resume",
         RunError::Journal(_) => "journal",
+        RunError::Unreadable { .. } => "unreadable",
         RunError::Interrupted => "interrupted",
         RunError::Finished => "finished",
         RunError::ToolFailed { .. } => "tool_failed",

@@ -90,6 +90,21 @@ pub enum RejectReason {
         /// Its messages.
         messages: Vec<String>,
     },
+    /// The payload nests arrays and objects deeper than
+    /// [`MAX_PAYLOAD_DEPTH`](crate::MAX_PAYLOAD_DEPTH): refused by the
+    /// encoder before it went further, so the record holds `null` instead.
+    TooDeep {
+        /// The limit in force.
+        limit: u32,
+    },
+    /// The payload holds a non-finite number (NaN or an infinity), which
+    /// JSON cannot hold: the record holds `null` instead.
+    NonFinite {
+        /// Where, as a path (`prices[2]`; empty for the payload itself).
+        path: String,
+        /// The number: `NaN`, `inf` or `-inf`.
+        value: String,
+    },
     /// A payload that crossed a serialization boundary (from a person, a
     /// model, storage) does not match the receiver's input schema.
     SchemaMismatch {
@@ -153,6 +168,14 @@ impl fmt::Display for RejectReason {
             RejectReason::Denied { gate, messages } => {
                 write!(f, "denied by {gate}: {}", messages.join("; "))
             }
+            RejectReason::TooDeep { limit } => write!(
+                f,
+                "payload nests arrays and objects deeper than the limit of {limit} levels (not recorded)"
+            ),
+            RejectReason::NonFinite { path, value } => write!(
+                f,
+                "payload holds the non-finite number {value} at `{path}`, which JSON cannot hold (not recorded)"
+            ),
             RejectReason::SchemaMismatch { errors } => {
                 write!(
                     f,

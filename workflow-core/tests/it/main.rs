@@ -19,6 +19,7 @@ pub mod journal_checked;
 pub mod layers;
 pub mod ledger;
 pub mod models;
+pub mod payload_limits;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;

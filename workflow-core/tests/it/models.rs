@@ -285,6 +285,35 @@ async fn malformed_json_is_repaired() {
     assert!(repair.contains("malformed JSON"), "{repair}");
 }
 
+/// `{"severity":1,"severity":3}` is not taken with its last value: the
+/// reply is refused as malformed, the key named for the repair; a key
+/// twice deeper down, or nesting past the limit, likewise.
+#[tokio::test]
+async fn a_reply_with_a_key_twice_or_too_deep_is_repaired() {
+    let twice = valid_task().replace(r#""severity":3"#, r#""severity":1,"severity":3"#);
+    assert!(twice.contains(r#""severity":1,"severity":3"#), "{twice}");
+    let deep_twice = valid_task().replace(
+        r#""detail":"restart the api""#,
+        r#""detail":"restart the api","detail":"x""#,
+    );
+    let too_deep = with("severity", json!(3)).replace(
+        r#""severity":3"#,
+        &format!(r#""severity":3,"x":{}{}"#, "[".repeat(100), "]".repeat(100)),
+    );
+    let cases = [
+        (twice, "`severity` twice"),
+        (deep_twice, "`detail` twice"),
+        (too_deep, "limit of 64 levels"),
+    ];
+    for (reply, named) in cases {
+        let model = Arc::new(ScriptedModel::new().reply(reply).reply(valid_task()));
+        let done = desk(&model).run(ticket("plain")).await.expect("repaired");
+        assert_eq!(done.output, fixed());
+        let repair = &model.requests()[1].messages[3].content;
+        assert!(repair.contains(named), "{repair}");
+    }
+}
+
 #[tokio::test]
 async fn a_refusal_ends_the_turn_without_a_repair() {
     let model = Arc::new(

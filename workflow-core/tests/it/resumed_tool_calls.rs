@@ -281,3 +281,32 @@ async fn a_call_that_differs_from_the_journaled_one_is_made() {
         "the call made replaces the journaled one"
     );
 }
+
+/// A journaled result that gives a key twice (its digest made to match)
+/// is not served with either value: the resumed turn gets a typed error
+/// naming the key.
+#[tokio::test]
+async fn a_journaled_result_with_a_key_twice_is_refused() {
+    use sha2::Digest;
+    let ledger = Arc::new(MemoryLedger::new());
+    let run = crashed_run(ledger.clone()).await;
+    let mut call = ledger.tool_calls(run, 2).unwrap().remove(0).call;
+    let forged = r#"{"charge_id":"ch_forged","charge_id":"ch_acme_40_1"}"#.to_owned();
+    call.outcome = ToolOutcome::Ok {
+        digest: hex::encode(sha2::Sha256::digest(forged.as_bytes())),
+        result: forged,
+    };
+    // Bound again as the journal binds its entries (by someone who knows
+    // the format): only the duplicate key is left to find.
+    let anchor = ledger.records(run).unwrap()[1].hash.clone();
+    let entry = workflow_core::ledger::JournalEntry::bind(run, 2, &anchor, call);
+    ledger.append_tool_call(run, 2, &entry).unwrap();
+    let wf = payment::Workflow::new((), Provider::new(false)).with_ledger(ledger.clone());
+    let aborted = wf.resume(run).await.expect_err("refused");
+    assert!(
+        aborted.error.to_string().contains("`charge_id` twice"),
+        "{}",
+        aborted.error
+    );
+    assert_eq!(wf.deps().mails.load(Ordering::SeqCst), 0, "nothing went on");
+}

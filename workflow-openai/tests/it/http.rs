@@ -396,6 +396,33 @@ async fn malformed_json_is_repaired() {
     assert!(feedback.contains("malformed JSON"), "{feedback}");
 }
 
+/// A reply that gives a key twice is not taken with either value: it is
+/// refused as malformed and repaired, the key named in the feedback.
+#[tokio::test]
+async fn a_reply_with_a_key_twice_is_refused_and_repaired() {
+    let twice = valid()
+        .to_string()
+        .replace(r#""service":"api""#, r#""service":"db","service":"api""#);
+    assert!(
+        twice.contains(r#""service":"db","service":"api""#),
+        "{twice}"
+    );
+    let server = Server::start(vec![
+        completion(&twice),
+        completion(&edited(|m| {
+            m.insert("service".into(), json!("db"));
+        })),
+    ])
+    .await;
+    let done = run(&server).await.expect("repaired");
+    assert_eq!(done.output.service, "db", "the repaired reply, not a guess");
+    let feedback = server.requests()[1].body["messages"][3]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(feedback.contains("`service` twice"), "{feedback}");
+}
+
 #[tokio::test]
 async fn a_refusal_is_a_typed_error_without_a_repair() {
     let server = Server::start(vec![refusal("I can't help with that.")]).await;

@@ -177,7 +177,7 @@ fn recorded_decision(record: &LedgerRecord) -> Option<Decision> {
         Receipt::Approved { by, edited: false } => Some(Decision::Approve { by: by.clone() }),
         Receipt::Approved { by, edited: true } => Some(Decision::Edit {
             by: by.clone(),
-            payload: serde_json::from_str(&record.payload_json().ok()?).ok()?,
+            payload: crate::encode::parse_json(&record.payload_json().ok()?).ok()?,
         }),
         Receipt::Rejected {
             reason: RejectReason::HumanRejected { by, note },
