@@ -242,9 +242,11 @@ fn journal_and_log<W: Workflow, T: Tool<W>>(
     mut outcome: Result<T::Output, ToolError>,
 ) -> Result<T::Output, ToolError> {
     let mut then = T::FALLBACK.then;
-    if let Some(journal) = at.journal
-        && let Err(e) = journal.append_tool_call(at.run_id, at.turn_seq, &record)
-    {
+    let journaled = at.journal.map(|journal| match &shared.lease {
+        Some(lease) => journal.append_tool_call_leased(at.run_id, at.turn_seq, &record, lease),
+        None => journal.append_tool_call(at.run_id, at.turn_seq, &record),
+    });
+    if let Some(Err(e)) = journaled {
         outcome = Err(ToolError::new(
             T::NAME,
             format!("the ledger could not record the call: {e}"),

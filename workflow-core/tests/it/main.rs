@@ -15,6 +15,7 @@ pub mod contract_parts;
 pub mod enforcement;
 pub mod entry;
 pub mod layers;
+pub mod leases;
 pub mod ledger;
 pub mod models;
 pub mod protocol;
