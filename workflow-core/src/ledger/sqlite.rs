@@ -301,6 +301,14 @@ impl Ledger for SqliteLedger {
             let (seq, json) = row.map_err(storage)?;
             let record: LedgerRecord = serde_json::from_str(&json)
                 .map_err(|e| LedgerError::Corrupt(format!("run {run_id} #{seq}: {e}")))?;
+            // The row's key is not hashed: a key moved away from the record
+            // it files (the last one's, say) is found here, not on resume.
+            if seq != i64::from(record.seq) || id(record.run_id) != id(run_id) {
+                return Err(LedgerError::Corrupt(format!(
+                    "run {run_id} #{seq}: the row is filed as run {run_id} #{seq} but holds run {} #{}",
+                    record.run_id, record.seq
+                )));
+            }
             records.push(record);
         }
         Ok(records)
