@@ -164,7 +164,16 @@ impl Lcg {
 
 /// The child: runs the relay over and over until it is killed.
 /// Arguments: `LEDGER REQUESTS EFFECTS`.
+///
+/// With `--resume LEDGER REQUESTS EFFECTS RUN DELAY_MS`: resumes run `RUN`
+/// once, each write taking `DELAY_MS`, and prints `completed`, or `claimed
+/// by HOLDER` when another resumer holds the run.
 pub fn child_main(args: &[String]) -> std::process::ExitCode {
+    if let [flag, ledger, requests, effects, run, delay] = args
+        && flag == "--resume"
+    {
+        return resume_main(ledger, requests, effects, run, delay);
+    }
     let [ledger, requests, effects] = args else {
         eprintln!("usage: campaign_child LEDGER REQUESTS EFFECTS");
         return std::process::ExitCode::from(2);
@@ -179,6 +188,7 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
     let log = EffectLog {
         requests: requests.into(),
         effects: effects.into(),
+        delay: Duration::ZERO,
     };
     let wf = relay::Workflow::new((), log)
         .with_ledger(ledger)
@@ -193,6 +203,7 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    println!("ready");
     rt.block_on(async {
         loop {
             if let Err(aborted) = wf.run(INPUT).await {
@@ -201,6 +212,56 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
             }
         }
     })
+}
+
+/// `child_main --resume`.
+fn resume_main(
+    ledger: &str,
+    requests: &str,
+    effects: &str,
+    run: &str,
+    delay: &str,
+) -> std::process::ExitCode {
+    let (Ok(run), Ok(delay)) = (run.parse::<u64>(), delay.parse::<u64>()) else {
+        eprintln!("usage: campaign_child --resume LEDGER REQUESTS EFFECTS RUN DELAY_MS");
+        return std::process::ExitCode::from(2);
+    };
+    let ledger = match SqliteLedger::open(ledger) {
+        Ok(ledger) => Arc::new(ledger),
+        Err(e) => {
+            eprintln!("cannot open {ledger}: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let log = EffectLog {
+        requests: requests.into(),
+        effects: effects.into(),
+        delay: Duration::from_millis(delay),
+    };
+    let wf = relay::Workflow::new((), log).with_ledger(ledger);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match rt.block_on(wf.resume(run)) {
+        Ok(_) => println!("completed"),
+        Err(aborted) => match aborted.error {
+            RunError::Ledger(LedgerError::Claimed { holder, .. }) => {
+                println!("claimed by {holder}")
+            }
+            error => {
+                eprintln!("{error}");
+                return std::process::ExitCode::from(1);
+            }
+        },
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 /// A run's records without what differs between runs.
@@ -255,10 +316,17 @@ pub fn run(config: &Config) -> Result<Report, String> {
             .arg(&path)
             .arg(&requests)
             .arg(&effects)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("the child does not start: {e}"))?;
+        // Killed at a random moment after it is ready (however slow the
+        // machine is to start it).
+        if let Some(stdout) = process.stdout.take() {
+            let mut ready = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready)
+                .map_err(|e| e.to_string())?;
+        }
         std::thread::sleep(Duration::from_micros(2_000 + rng.next() % 20_000));
         process.kill().map_err(|e| e.to_string())?;
         let output = process.wait_with_output().map_err(|e| e.to_string())?;
@@ -339,6 +407,7 @@ fn clean_run(dir: &Path) -> Result<Vec<String>, String> {
     let log = EffectLog {
         requests: dir.join("clean-requests.log"),
         effects: dir.join("clean-effects.log"),
+        delay: Duration::ZERO,
     };
     let wf = relay::Workflow::new((), log).with_ledger(ledger.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -368,6 +437,7 @@ fn resume_twice(
         let log = EffectLog {
             requests: requests.to_owned(),
             effects: effects.to_owned(),
+            delay: Duration::ZERO,
         };
         std::thread::spawn(move || -> Result<Option<RunError>, String> {
             let ledger = Arc::new(SqliteLedger::open(&path).map_err(|e| e.to_string())?);

@@ -40,6 +40,8 @@ pub struct EffectLog {
     pub requests: PathBuf,
     /// One line per effect.
     pub effects: PathBuf,
+    /// How long each write takes.
+    pub delay: std::time::Duration,
 }
 
 /// Appends `line` with one `write`: a killed process leaves it whole or
@@ -54,7 +56,8 @@ fn append(path: &Path, line: &str) -> std::io::Result<()> {
 
 impl EffectLog {
     /// Writes `line` under the current tool call's id, once per id.
-    fn write(&self, tool: &'static str, line: &Line) -> Result<Stored, ToolError> {
+    async fn write(&self, tool: &'static str, line: &Line) -> Result<Stored, ToolError> {
+        tokio::time::sleep(self.delay).await;
         let key = workflow_core::tool::call_id()
             .ok_or_else(|| ToolError::new(tool, "called outside a tool call"))?
             .to_string();
@@ -124,19 +127,19 @@ pub mod relay {
     /// The draft's write.
     #[tool(needs = Draft, effect = write)]
     async fn save_draft(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
-        log.write("save_draft", &line)
+        log.write("save_draft", &line).await
     }
 
     /// The check's write.
     #[tool(needs = Check, effect = write)]
     async fn save_check(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
-        log.write("save_check", &line)
+        log.write("save_check", &line).await
     }
 
     /// The publication's write.
     #[tool(needs = Publish, effect = write)]
     async fn save_publication(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
-        log.write("save_publication", &line)
+        log.write("save_publication", &line).await
     }
 
     fn line(cx_run: u64, agent: &str, value: u32) -> Line {
