@@ -13,6 +13,8 @@ use super::{decide_claim, decide_write, now_ms, same_run};
 /// (`synchronous = FULL`, write-ahead log).
 pub struct SqliteLedger {
     conn: Mutex<Connection>,
+    /// The `synchronous` setting of every commit but a lease's release.
+    synchronous: &'static str,
 }
 
 /// What a committed record survives.
@@ -91,6 +93,7 @@ impl SqliteLedger {
         .map_err(storage)?;
         Ok(SqliteLedger {
             conn: Mutex::new(conn),
+            synchronous,
         })
     }
 
@@ -274,12 +277,18 @@ impl Ledger for SqliteLedger {
         // Only the holder's own lease; a lost release merely lets the lease
         // run to its term, so it need not wait for the disk.
         let conn = self.conn()?;
-        conn.execute(
-            "UPDATE leases SET expires_at_ms = 0 WHERE run_id = ?1 AND token = ?2 AND expires_at_ms <> 0",
-            params![id(lease.run_id), lease.token as i64],
-        )
-        .map_err(storage)?;
-        Ok(())
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(storage)?;
+        let released = conn
+            .execute(
+                "UPDATE leases SET expires_at_ms = 0 WHERE run_id = ?1 AND token = ?2 AND expires_at_ms <> 0",
+                params![id(lease.run_id), lease.token as i64],
+            )
+            .map_err(storage);
+        // Back to the ledger's setting before anything else is committed.
+        conn.pragma_update(None, "synchronous", self.synchronous)
+            .map_err(storage)?;
+        released.map(drop)
     }
 
     fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
