@@ -2,9 +2,12 @@
 //! folder run them; the workflows themselves live here so tests and
 //! benchmarks can use them too.
 
+pub mod campaign;
+mod campaign_tamper;
 pub mod deploy_workflow;
 pub mod hand_written;
 pub mod loop_bench;
 pub mod model_triage;
 pub mod payment;
+pub mod relay;
 pub mod writer_reviewer;

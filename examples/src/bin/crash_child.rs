@@ -23,7 +23,11 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let wf = counter::Workflow::new((), ()).with_ledger(ledger);
+    let wf = counter::Workflow::new((), ())
+        .with_ledger(ledger)
+        // A killed child's run can be taken over this soon after its
+        // last write (the test resumes right after the kills).
+        .with_lease_ttl(examples::campaign::CHILD_LEASE);
     loop {
         if let Err(aborted) = wf.run(rounds).await {
             eprintln!("{aborted}");

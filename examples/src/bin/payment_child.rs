@@ -30,7 +30,11 @@ async fn main() {
         charges: charges.into(),
         mail_delay: Duration::from_millis(2),
     };
-    let wf = payment::Workflow::new((), provider).with_ledger(ledger);
+    let wf = payment::Workflow::new((), provider)
+        .with_ledger(ledger)
+        // A killed child's run can be taken over this soon after its
+        // last write (the test resumes right after the kills).
+        .with_lease_ttl(examples::campaign::CHILD_LEASE);
     loop {
         if let Err(aborted) = wf.run(order()).await {
             eprintln!("{aborted}");

@@ -65,6 +65,8 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
         assert!(stderr.is_empty(), "the child failed on its own: {stderr}");
     }
 
+    // The last children's leases run out: their runs can be resumed.
+    std::thread::sleep(examples::campaign::CHILD_LEASE * 2);
     let ledger = Arc::new(SqliteLedger::open(&path).expect("the ledger reopens"));
     let runs = ledger.runs().expect("lists runs");
     assert!(

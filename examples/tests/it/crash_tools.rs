@@ -76,6 +76,8 @@ async fn a_journaled_charge_is_never_made_again_after_a_kill() {
         assert!(stderr.is_empty(), "the child failed on its own: {stderr}");
     }
 
+    // The last children's leases run out: their runs can be resumed.
+    std::thread::sleep(examples::campaign::CHILD_LEASE * 2);
     let ledger = Arc::new(SqliteLedger::open(&path).expect("the ledger reopens"));
     let runs = ledger.runs().expect("lists runs");
     let before = per_run(&requests);

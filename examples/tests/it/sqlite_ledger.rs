@@ -109,6 +109,32 @@ async fn an_edited_record_in_the_file_is_found() {
     ));
 }
 
+#[tokio::test]
+async fn a_last_record_filed_under_another_sequence_number_is_found_when_read() {
+    let dir = scratch("ledger-seq");
+    let path = dir.join("runs.db");
+    let ledger = Arc::new(SqliteLedger::open(&path).expect("opens"));
+    let wf =
+        deploy::Workflow::new(staging_root(), FakeCloud::one_page()).with_ledger(ledger.clone());
+    let done = wf.run(staging_goal()).await.expect("completes");
+    let (run, last) = (done.transcript.run_id(), done.transcript.len() as i64 - 1);
+    // The row's key moves; the record's content (and so its hash) stays.
+    let conn = rusqlite::Connection::open(&path).expect("opens the file");
+    conn.execute(
+        "UPDATE records SET seq = ?1 WHERE run_id = ?2 AND seq = ?3",
+        rusqlite::params![last + 7, run as i64, last],
+    )
+    .expect("updates");
+    let error = ledger.records(run).expect_err("the moved row is refused");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("stored as #{} but carries #{last}", last + 7)),
+        "{error}"
+    );
+    assert!(ledger.verify_run(run).is_err());
+}
+
 #[test]
 fn a_duplicate_record_is_refused() {
     let ledger = SqliteLedger::in_memory().expect("opens");

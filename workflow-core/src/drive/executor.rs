@@ -31,7 +31,13 @@ pub struct Executor<W: Workflow> {
     tokens: std::sync::Arc<dyn TokenCounter>,
     model: Option<std::sync::Arc<dyn crate::llm::Model>>,
     progress: Option<std::sync::Arc<ProgressFn>>,
+    holder: String,
+    lease_ttl: std::time::Duration,
 }
+
+/// How long a run's lease lasts after each write made under it, unless
+/// set with `Executor::with_lease_ttl`.
+pub const DEFAULT_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl<W: Workflow> Executor<W> {
     /// An executor with the invariants pinned for every run and the
@@ -48,7 +54,32 @@ impl<W: Workflow> Executor<W> {
             tokens: std::sync::Arc::new(ApproxTokens),
             model: None,
             progress: None,
+            holder: crate::ledger::default_holder(),
+            lease_ttl: DEFAULT_LEASE_TTL,
         }
+    }
+
+    /// Names who this executor's runs are held by (its leases' holder, what
+    /// a second resumer is told): by default the host, the process id and a
+    /// number per executor.
+    pub fn with_holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = holder.into();
+        self
+    }
+
+    /// How long a run's lease lasts after each write made under it
+    /// ([`DEFAULT_LEASE_TTL`] by default). Every record committed and every
+    /// tool call journaled renews it; a turn that writes nothing for longer
+    /// may be taken over by another resumer, after which this executor's
+    /// writes for the run are refused (`LedgerError::Fenced`).
+    pub fn with_lease_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Who this executor's runs are held by.
+    pub fn holder(&self) -> &str {
+        &self.holder
     }
 
     /// Calls `progress` each time an agent's turn starts (after its receipt
@@ -113,6 +144,8 @@ impl<W: Workflow> Executor<W> {
             tokens: &*self.tokens,
             model: self.model.as_ref(),
             progress: self.progress.as_deref(),
+            holder: &self.holder,
+            lease_ttl_ms: u64::try_from(self.lease_ttl.as_millis()).unwrap_or(u64::MAX),
         }
     }
 
@@ -153,7 +186,7 @@ impl<W: Workflow> Executor<W> {
 
     /// Starts a run to drive step by step.
     pub fn start(&self, input: W::Input) -> Session<'_, W> {
-        let mut run = Runtime::new(&self.root, &self.deps, self.limits());
+        let mut run = Runtime::fresh(&self.root, &self.deps, self.limits());
         let state = W::start(input, &mut run).map(Some);
         Session { run, state }
     }
@@ -177,13 +210,35 @@ impl<W: Workflow> Executor<W> {
                 "no ledger is attached (`Executor::with_ledger`)".into(),
             ));
         };
+        let lease = self.claim(ledger, run_id).map_err(|error| Aborted {
+            error,
+            transcript: Transcript::new(run_id, W::GRAPH),
+        })?;
         let records = self
             .verified_records(ledger, run_id)
             .map_err(|error| Aborted {
                 error,
                 transcript: Transcript::new(run_id, W::GRAPH),
             })?;
-        self.carry_on(ledger, run_id, &records, None).await
+        self.carry_on(ledger, Some(lease), run_id, &records, None)
+            .await
+    }
+
+    /// Claims run `run_id` for this executor: the run's lease, released
+    /// when the returned guard is dropped (the run ended, or the resume
+    /// failed before it started).
+    fn claim<'a>(
+        &'a self,
+        ledger: &'a dyn crate::ledger::Ledger,
+        run_id: u64,
+    ) -> Result<crate::ledger::LeaseGuard<'a>, RunError> {
+        let lease = ledger
+            .claim(run_id, &self.holder, self.lease_ttl)
+            .map_err(RunError::Ledger)?;
+        Ok(crate::ledger::LeaseGuard {
+            ledger,
+            lease: std::sync::Arc::new(lease),
+        })
     }
 
     /// The suspension of run `run_id` in the attached ledger (after a
@@ -220,8 +275,15 @@ impl<W: Workflow> Executor<W> {
             transcript: Transcript::new(run_id, W::GRAPH),
         };
         let memory;
+        let mut lease = None;
         let ledger: &dyn crate::ledger::Ledger = match self.ledger.as_deref() {
             Some(ledger) => {
+                // One decision at a time: the run is claimed before its
+                // records are read.
+                lease = Some(self.claim(ledger, run_id).map_err(|error| Aborted {
+                    error,
+                    transcript: Transcript::new(run_id, W::GRAPH),
+                })?);
                 // The same run in the same state: the same records, compared
                 // by content (a suspension built from a transcript has no
                 // trace link, the ledger's records may).
@@ -260,7 +322,7 @@ impl<W: Workflow> Executor<W> {
                 "run {run_id} is not waiting for a decision"
             )));
         }
-        self.carry_on(ledger, run_id, &records, Some(decision))
+        self.carry_on(ledger, lease, run_id, &records, Some(decision))
             .await
     }
 
@@ -290,6 +352,7 @@ impl<W: Workflow> Executor<W> {
     async fn carry_on<'a>(
         &'a self,
         ledger: &'a dyn crate::ledger::Ledger,
+        lease: Option<crate::ledger::LeaseGuard<'a>>,
         run_id: u64,
         records: &[crate::ledger::LedgerRecord],
         decision: Option<Decision>,
@@ -303,6 +366,7 @@ impl<W: Workflow> Executor<W> {
             &self.deps,
             self.limits(),
             ledger,
+            lease,
             run_id,
             records,
         )

@@ -17,6 +17,7 @@ mod checkpoint;
 mod divergence;
 pub(crate) mod journal;
 mod journal_entry;
+mod lease;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -28,6 +29,8 @@ pub use checkpoint::*;
 pub use divergence::*;
 pub(crate) use journal::*;
 pub use journal_entry::*;
+pub use lease::{Lease, LeaseRow, decide_claim, decide_write, now_ms};
+pub(crate) use lease::{LeaseGuard, default_holder, same_run};
 pub use memory::*;
 #[cfg(feature = "sqlite")]
 pub use sqlite::*;
@@ -195,6 +198,82 @@ pub trait Ledger: Send + Sync {
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         let _ = (run_id, turn_seq);
         Ok(Vec::new())
+    }
+
+    /// Claims run `run_id` for `holder` for `ttl` (see [`Lease`]):
+    /// atomically, refused with [`LedgerError::Claimed`] (naming the holder
+    /// and when its lease expires) while another lease on the run is live;
+    /// otherwise the run is taken with the next fencing token, and every
+    /// write made under an older token is refused from then on
+    /// ([`decide_claim`] is the rule).
+    ///
+    /// The default keeps no leases: every claim is granted with token 0 and
+    /// nothing is fenced, so two resumers of one run may both work on it
+    /// (one then fails to commit, as a duplicate record).
+    fn claim(
+        &self,
+        run_id: u64,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Lease, LedgerError> {
+        let _ = ttl;
+        Ok(Lease::unfenced(run_id, holder))
+    }
+
+    /// [`append`](Self::append) under `lease`, in the same transaction as
+    /// the check: refused with [`LedgerError::Fenced`] when a newer claim of
+    /// the run exists; renews the lease (the heartbeat of a run at work);
+    /// the first record of a fresh run stores its lease ([`decide_write`]
+    /// is the rule).
+    ///
+    /// The default appends without a check (for ledgers that keep no
+    /// leases).
+    fn append_leased(&self, record: &LedgerRecord, lease: &Lease) -> Result<(), LedgerError> {
+        let _ = lease;
+        self.append(record)
+    }
+
+    /// [`append_tool_call`](Self::append_tool_call) under `lease`, fenced
+    /// and renewing like [`append_leased`](Self::append_leased): a holder
+    /// that lost its lease cannot journal a tool call either.
+    ///
+    /// The default journals without a check.
+    fn append_tool_call_leased(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &JournalEntry,
+        lease: &Lease,
+    ) -> Result<(), LedgerError> {
+        let _ = lease;
+        self.append_tool_call(run_id, turn_seq, call)
+    }
+
+    /// Renews `lease` for another term without writing anything else (a
+    /// worker's timer heartbeat during a long turn): refused with
+    /// [`LedgerError::Fenced`] once the run was taken over.
+    ///
+    /// The default renews nothing.
+    fn renew(&self, lease: &Lease) -> Result<(), LedgerError> {
+        let _ = lease;
+        Ok(())
+    }
+
+    /// Releases `lease` when its holder is done with the run (the run ended,
+    /// was suspended or failed): the run can be claimed at once, with the
+    /// next token. A lease that was taken over is left alone.
+    ///
+    /// The default does nothing.
+    fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
+        let _ = lease;
+        Ok(())
+    }
+
+    /// The lease row of `run_id`: who holds (or last held) it, its newest
+    /// token, when it expires. The default: none kept.
+    fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
+        let _ = run_id;
+        Ok(None)
     }
 
     /// Verifies the stored records of `run_id` against their chain and

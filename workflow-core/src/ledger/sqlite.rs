@@ -9,11 +9,12 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 pub use format::{LEDGER_APPLICATION_ID, LEDGER_FORMAT};
 
-use super::{JournalEntry, Ledger, LedgerError, LedgerRecord};
+use super::{JournalEntry, Lease, LeaseRow, Ledger, LedgerError, LedgerRecord};
+use super::{decide_claim, decide_write, now_ms, same_run};
 use crate::spec::ToolCallRecord;
 
 /// Records in an embedded SQLite file (bundled SQLite: nothing to
@@ -26,6 +27,8 @@ use crate::spec::ToolCallRecord;
 /// ([`LedgerError::UnsupportedVersion`]) is refused, unchanged.
 pub struct SqliteLedger {
     conn: Mutex<Connection>,
+    /// The `synchronous` setting of every commit but a lease's release.
+    synchronous: &'static str,
 }
 
 /// What a committed record survives.
@@ -87,6 +90,8 @@ impl SqliteLedger {
         match format::recognise(&conn, path)? {
             format::Found::Ledger { .. } => Ok(SqliteLedger {
                 conn: Mutex::new(conn),
+                // Never used: nothing is committed through a read-only open.
+                synchronous: "FULL",
             }),
             format::Found::Nothing => Err(LedgerError::NotALedger {
                 path: path.to_owned(),
@@ -111,6 +116,7 @@ impl SqliteLedger {
             .map_err(storage)?;
         Ok(SqliteLedger {
             conn: Mutex::new(conn),
+            synchronous,
         })
     }
 
@@ -126,29 +132,190 @@ fn id(run_id: u64) -> i64 {
     run_id as i64
 }
 
-impl Ledger for SqliteLedger {
-    fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(record).map_err(storage)?;
-        let mut conn = self.conn()?;
-        let tx = conn.transaction().map_err(storage)?;
-        let inserted = tx
-            .execute(
-                "INSERT OR IGNORE INTO records (run_id, seq, record) VALUES (?1, ?2, ?3)",
-                params![id(record.run_id), record.seq, json],
-            )
-            .map_err(storage)?;
-        if inserted == 0 {
-            return Err(LedgerError::Duplicate {
-                run_id: record.run_id,
-                seq: record.seq,
-            });
-        }
-        tx.execute(
-            "INSERT OR REPLACE INTO heads (run_id, seq, hash) VALUES (?1, ?2, ?3)",
-            params![id(record.run_id), record.seq, record.hash],
+/// Stores `record` and moves its run's head, inside `tx`.
+fn insert_record(tx: &Transaction<'_>, record: &LedgerRecord) -> Result<(), LedgerError> {
+    let json = serde_json::to_string(record).map_err(storage)?;
+    let inserted = tx
+        .execute(
+            "INSERT OR IGNORE INTO records (run_id, seq, record) VALUES (?1, ?2, ?3)",
+            params![id(record.run_id), record.seq, json],
         )
         .map_err(storage)?;
+    if inserted == 0 {
+        return Err(LedgerError::Duplicate {
+            run_id: record.run_id,
+            seq: record.seq,
+        });
+    }
+    tx.execute(
+        "INSERT OR REPLACE INTO heads (run_id, seq, hash) VALUES (?1, ?2, ?3)",
+        params![id(record.run_id), record.seq, record.hash],
+    )
+    .map_err(storage)?;
+    Ok(())
+}
+
+/// Journals `call` inside `tx`.
+fn insert_tool_call(
+    tx: &Transaction<'_>,
+    run_id: u64,
+    turn_seq: u32,
+    entry: &JournalEntry,
+) -> Result<(), LedgerError> {
+    let json = serde_json::to_string(entry).map_err(storage)?;
+    tx.execute(
+        "INSERT OR REPLACE INTO tool_calls (run_id, turn_seq, idx, call) VALUES (?1, ?2, ?3, ?4)",
+        params![id(run_id), turn_seq, entry.call.index, json],
+    )
+    .map_err(storage)?;
+    Ok(())
+}
+
+/// The lease row of `run_id`, inside `tx`.
+fn lease_row(tx: &Connection, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
+    tx.query_row(
+        "SELECT holder, token, expires_at_ms FROM leases WHERE run_id = ?1",
+        params![id(run_id)],
+        |row| {
+            Ok(LeaseRow {
+                holder: row.get(0)?,
+                // Stored bit for bit, like run ids.
+                token: row.get::<_, i64>(1)? as u64,
+                expires_at_ms: row.get::<_, i64>(2)? as u64,
+            })
+        },
+    )
+    .optional()
+    .map_err(storage)
+}
+
+/// Stores `row` as the lease of `run_id`, inside `tx`.
+fn put_lease(tx: &Transaction<'_>, run_id: u64, row: &LeaseRow) -> Result<(), LedgerError> {
+    tx.execute(
+        "INSERT OR REPLACE INTO leases (run_id, holder, token, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            id(run_id),
+            row.holder,
+            row.token as i64,
+            row.expires_at_ms.min(i64::MAX as u64) as i64
+        ],
+    )
+    .map_err(storage)?;
+    Ok(())
+}
+
+impl SqliteLedger {
+    /// Runs `write` in one IMMEDIATE transaction (the write lock taken
+    /// first, so no other connection or process can claim the run between
+    /// the check and the write) if `lease` still holds its run, renewing it.
+    fn leased(
+        &self,
+        run_id: u64,
+        lease: &Lease,
+        write: impl FnOnce(&Transaction<'_>) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        same_run(lease, run_id)?;
+        let mut conn = self.conn()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let row = decide_write(lease, lease_row(&tx, run_id)?.as_ref(), now_ms())?;
+        write(&tx)?;
+        if let Some(row) = row {
+            put_lease(&tx, run_id, &row)?;
+        }
         tx.commit().map_err(storage)
+    }
+}
+
+impl Ledger for SqliteLedger {
+    fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction().map_err(storage)?;
+        insert_record(&tx, record)?;
+        tx.commit().map_err(storage)
+    }
+
+    fn claim(
+        &self,
+        run_id: u64,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Lease, LedgerError> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut conn = self.conn()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let lease = decide_claim(
+            run_id,
+            lease_row(&tx, run_id)?.as_ref(),
+            holder,
+            ttl_ms,
+            now_ms(),
+        )?;
+        let row = LeaseRow {
+            holder: lease.holder.clone(),
+            token: lease.token,
+            expires_at_ms: lease.expires_at_ms,
+        };
+        put_lease(&tx, run_id, &row)?;
+        tx.commit().map_err(storage)?;
+        Ok(lease)
+    }
+
+    fn append_leased(&self, record: &LedgerRecord, lease: &Lease) -> Result<(), LedgerError> {
+        self.leased(record.run_id, lease, |tx| insert_record(tx, record))
+    }
+
+    fn append_tool_call_leased(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &JournalEntry,
+        lease: &Lease,
+    ) -> Result<(), LedgerError> {
+        self.leased(run_id, lease, |tx| {
+            insert_tool_call(tx, run_id, turn_seq, call)
+        })
+    }
+
+    fn renew(&self, lease: &Lease) -> Result<(), LedgerError> {
+        let mut conn = self.conn()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let now = now_ms();
+        decide_write(lease, lease_row(&tx, lease.run_id)?.as_ref(), now)?;
+        let row = LeaseRow {
+            holder: lease.holder.clone(),
+            token: lease.token,
+            expires_at_ms: now.saturating_add(lease.ttl_ms),
+        };
+        put_lease(&tx, lease.run_id, &row)?;
+        tx.commit().map_err(storage)
+    }
+
+    fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
+        // Only the holder's own lease; a lost release merely lets the lease
+        // run to its term, so it need not wait for the disk.
+        let conn = self.conn()?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(storage)?;
+        let released = conn
+            .execute(
+                "UPDATE leases SET expires_at_ms = 0 WHERE run_id = ?1 AND token = ?2 AND expires_at_ms <> 0",
+                params![id(lease.run_id), lease.token as i64],
+            )
+            .map_err(storage);
+        // Back to the ledger's setting before anything else is committed.
+        conn.pragma_update(None, "synchronous", self.synchronous)
+            .map_err(storage)?;
+        released.map(drop)
+    }
+
+    fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
+        lease_row(&*self.conn()?, run_id)
     }
 
     fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError> {
@@ -206,14 +373,10 @@ impl Ledger for SqliteLedger {
         turn_seq: u32,
         entry: &JournalEntry,
     ) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(entry).map_err(storage)?;
-        self.conn()?
-            .execute(
-                "INSERT OR REPLACE INTO tool_calls (run_id, turn_seq, idx, call) VALUES (?1, ?2, ?3, ?4)",
-                params![id(run_id), turn_seq, entry.call.index, json],
-            )
-            .map_err(storage)?;
-        Ok(())
+        let mut conn = self.conn()?;
+        let tx = conn.transaction().map_err(storage)?;
+        insert_tool_call(&tx, run_id, turn_seq, entry)?;
+        tx.commit().map_err(storage)
     }
 
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
@@ -262,6 +425,14 @@ fn stored_record(
     let json = text_of(&json).map_err(corrupt)?;
     let record: LedgerRecord = crate::encode::from_json_text(&json)
         .map_err(|e| corrupt(format!("it is not a record: {e}")))?;
+    // The row's key is not hashed: a record filed under another run's key
+    // is found here, not on resume.
+    if record.run_id != run_id {
+        return Err(corrupt(format!(
+            "it is stored in run {run_id} but carries run {}",
+            record.run_id
+        )));
+    }
     if record.seq != seq {
         return Err(corrupt(format!(
             "it is stored as #{seq} but carries #{}",

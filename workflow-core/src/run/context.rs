@@ -55,6 +55,8 @@ pub(crate) struct RunShared {
     /// Tool calls already recorded (a replay, or a turn cut by a crash),
     /// served instead of calling the tools again.
     pub(crate) recorded: Option<crate::ledger::RecordedCalls>,
+    /// The run's lease: tool calls are journaled under it.
+    pub(crate) lease: Option<Arc<crate::ledger::Lease>>,
 }
 
 /// The log of the current turn.

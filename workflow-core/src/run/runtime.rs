@@ -36,6 +36,10 @@ pub(crate) struct Limits<'x> {
     pub(crate) tokens: &'x dyn TokenCounter,
     pub(crate) model: Option<&'x Arc<dyn crate::llm::Model>>,
     pub(crate) progress: Option<&'x (dyn Fn(&Progress) + Send + Sync)>,
+    /// Who the executor's runs are held by, and for how long each write
+    /// renews their lease.
+    pub(crate) holder: &'x str,
+    pub(crate) lease_ttl_ms: u64,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -88,6 +92,9 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) prev_hash: Arc<str>,
     /// Microseconds the run had run before it was resumed.
     pub(super) at_offset_us: u64,
+    /// The run's lease while the run is worked on (with a ledger): every
+    /// commit is made under it; released when the runtime is dropped.
+    pub(super) lease: Option<crate::ledger::LeaseGuard<'x>>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -166,7 +173,44 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             turn_scope: None,
             prev_hash: Arc::from(""),
             at_offset_us: 0,
+            lease: None,
         }
+    }
+
+    /// A fresh run: the lease it holds from its first record on, when it
+    /// has a ledger.
+    pub(crate) fn fresh(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
+        let mut run = Runtime::new(root, deps, limits);
+        if let Some(ledger) = limits.ledger {
+            let lease = crate::ledger::Lease::fresh(
+                run.transcript.run_id,
+                limits.holder,
+                limits.lease_ttl_ms,
+            );
+            run.hold(crate::ledger::LeaseGuard {
+                ledger,
+                lease: Arc::new(lease),
+            });
+        }
+        run
+    }
+
+    /// Works on the run under `lease`: its records and journal entries are
+    /// written under it.
+    pub(crate) fn hold(&mut self, lease: crate::ledger::LeaseGuard<'x>) {
+        let shared = Arc::get_mut(&mut self.shared);
+        match shared {
+            Some(shared) => shared.lease = Some(lease.lease.clone()),
+            None => {
+                self.shared = Arc::new(RunShared {
+                    budget: self.limits.budget,
+                    model: self.limits.model.cloned(),
+                    lease: Some(lease.lease.clone()),
+                    ..RunShared::default()
+                })
+            }
+        }
+        self.lease = Some(lease);
     }
 
     /// A runtime carrying on run `run_id` after its ledger `records` (verified).
@@ -175,6 +219,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         deps: &'x W::Deps,
         limits: Limits<'x>,
         ledger: &'x dyn crate::ledger::Ledger,
+        lease: Option<crate::ledger::LeaseGuard<'x>>,
         run_id: u64,
         records: &[crate::ledger::LedgerRecord],
     ) -> Result<Self, String> {
@@ -187,6 +232,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             },
         );
         run.transcript = Transcript::new(run_id, W::GRAPH);
+        if let Some(lease) = lease {
+            run.hold(lease);
+        }
         for r in records {
             let from = r.from.to_string();
             let to = r.to.to_string();
@@ -265,7 +313,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .transcript
             .ledger_record(i, prev)
             .map_err(|e| RunError::Ledger(crate::spec::LedgerError::Corrupt(e.to_string())))?;
-        ledger.append(&record).map_err(RunError::Ledger)?;
+        match &self.lease {
+            Some(held) => ledger.append_leased(&record, &held.lease),
+            None => ledger.append(&record),
+        }
+        .map_err(RunError::Ledger)?;
         self.prev_hash = Arc::from(record.hash);
         Ok(())
     }
@@ -304,6 +356,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
             recorded: Some(calls),
+            lease: self.lease.as_ref().map(|held| held.lease.clone()),
             ..RunShared::default()
         });
     }

@@ -242,18 +242,25 @@ fn journal_and_log<W: Workflow, T: Tool<W>>(
     mut outcome: Result<T::Output, ToolError>,
 ) -> Result<T::Output, ToolError> {
     let mut then = T::FALLBACK.then;
-    if let Some(journal) = &at.journal
-        && let Err(e) = journal.ledger.append_tool_call(
+    let journaled = at.journal.as_ref().map(|journal| {
+        let entry = crate::ledger::JournalEntry::bind(
             at.run_id,
             at.turn_seq,
-            &crate::ledger::JournalEntry::bind(
-                at.run_id,
-                at.turn_seq,
-                &journal.anchor,
-                record.clone(),
-            ),
-        )
-    {
+            &journal.anchor,
+            record.clone(),
+        );
+        match &shared.lease {
+            Some(lease) => {
+                journal
+                    .ledger
+                    .append_tool_call_leased(at.run_id, at.turn_seq, &entry, lease)
+            }
+            None => journal
+                .ledger
+                .append_tool_call(at.run_id, at.turn_seq, &entry),
+        }
+    });
+    if let Some(Err(e)) = journaled {
         outcome = Err(ToolError::new(
             T::NAME,
             format!("the ledger could not record the call: {e}"),

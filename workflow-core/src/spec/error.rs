@@ -445,6 +445,35 @@ pub enum LedgerError {
         /// (`LEDGER_FORMAT`).
         supported: u32,
     },
+    /// The run is claimed by another holder whose lease has not expired:
+    /// what a second resumer of a run gets. Try again after `expires_at_ms`
+    /// (the holder renews its lease at each commit while it works).
+    #[error(
+        "run {run_id} is claimed by `{holder}` until {expires_at_ms} ms after the Unix epoch (in {remaining_ms} ms): it is being worked on; try again once the lease has expired"
+    )]
+    Claimed {
+        /// The run.
+        run_id: u64,
+        /// Who holds the lease.
+        holder: String,
+        /// When the lease expires, in ms since the Unix epoch.
+        expires_at_ms: u64,
+        /// How long that was from the claim, in ms.
+        remaining_ms: u64,
+    },
+    /// A write made under a lease that was taken over: a newer claim on the
+    /// run exists, so the holder of the older one may not commit anything.
+    #[error(
+        "run {run_id}: the lease with fencing token {token} was taken over (token {current} now holds the run); nothing was written"
+    )]
+    Fenced {
+        /// The run.
+        run_id: u64,
+        /// The token the write was made under.
+        token: u64,
+        /// The newest token of the run.
+        current: u64,
+    },
 }
 
 /// The `error.type` of a run error (a stable, low-cardinality name).

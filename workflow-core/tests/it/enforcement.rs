@@ -450,6 +450,39 @@ async fn an_agent_can_ask_for_a_decision_and_sees_the_approval() {
 }
 
 #[tokio::test]
+async fn a_decision_on_a_run_another_holder_has_claimed_is_refused_and_records_nothing() {
+    use workflow_core::ledger::{Ledger, LedgerError, MemoryLedger};
+    let ledger = Arc::new(MemoryLedger::new());
+    let (wf, shelf) = shop();
+    let wf = wf.with_ledger(ledger.clone());
+    let aborted = wf.run(order("ask")).await.expect_err("suspended");
+    let run = aborted.transcript.run_id();
+    let suspension = wf.suspension(run).expect("suspended in the ledger");
+    let before = ledger.records(run).unwrap();
+    // The suspended run released its lease: another reviewer claims it.
+    let held = ledger
+        .claim(run, "another reviewer", Duration::from_secs(60))
+        .expect("a suspended run is free");
+    let refused = wf
+        .decide(&suspension, Decision::Approve { by: "ann".into() })
+        .await
+        .expect_err("the run is claimed");
+    assert!(
+        matches!(&refused.error, RunError::Ledger(LedgerError::Claimed { holder, .. }) if holder == "another reviewer"),
+        "{}",
+        refused.error
+    );
+    assert_eq!(ledger.records(run).unwrap(), before, "nothing recorded");
+    assert_eq!(shelf.seals(), 0);
+    ledger.release(&held).unwrap();
+    let done = wf
+        .decide(&suspension, Decision::Approve { by: "ann".into() })
+        .await
+        .expect("decided once released");
+    assert_eq!(done.output.count, 1);
+}
+
+#[tokio::test]
 async fn a_tool_call_past_the_tool_call_budget_is_refused() {
     let shelf = Arc::new(Shelf::default());
     let wf =

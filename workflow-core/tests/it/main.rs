@@ -17,6 +17,7 @@ pub mod enforcement;
 pub mod entry;
 pub mod journal_checked;
 pub mod layers;
+pub mod leases;
 pub mod ledger;
 pub mod models;
 pub mod payload_limits;

@@ -23,7 +23,7 @@ pub const LEDGER_APPLICATION_ID: i32 = 0x5746_4C47;
 /// The ledger file format this library writes, and the newest it reads.
 /// Every older format is read (and verified) as it is; opening an older
 /// file for writing upgrades it.
-pub const LEDGER_FORMAT: u32 = 1;
+pub const LEDGER_FORMAT: u32 = 2;
 
 /// A table and its columns, in order.
 type Table = (&'static str, &'static [&'static str]);
@@ -35,10 +35,21 @@ const TABLES_1: &[Table] = &[
     ("tool_calls", &["run_id", "turn_seq", "idx", "call"]),
 ];
 
+/// The tables of format 2: format 1's and the runs' leases (who resumes a
+/// run, with which fencing token, until when). Its journal entries are
+/// bound to their turn's record (format 1's bare calls are still read).
+const TABLES_2: &[Table] = &[
+    ("records", &["run_id", "seq", "record"]),
+    ("heads", &["run_id", "seq", "hash"]),
+    ("tool_calls", &["run_id", "turn_seq", "idx", "call"]),
+    ("leases", &["run_id", "holder", "token", "expires_at_ms"]),
+];
+
 /// `MIGRATIONS[n]` takes a file from format `n` to format `n + 1`
 /// (format 0: a file with no table). A new format adds its step here and
 /// raises [`LEDGER_FORMAT`].
-const MIGRATIONS: &[&str] = &["CREATE TABLE records (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE records (
          run_id INTEGER NOT NULL,
          seq INTEGER NOT NULL,
          record TEXT NOT NULL,
@@ -55,7 +66,14 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE records (
          idx INTEGER NOT NULL,
          call TEXT NOT NULL,
          PRIMARY KEY (run_id, turn_seq, idx)
-     );"];
+     );",
+    "CREATE TABLE leases (
+         run_id INTEGER PRIMARY KEY,
+         holder TEXT NOT NULL,
+         token INTEGER NOT NULL,
+         expires_at_ms INTEGER NOT NULL
+     );",
+];
 
 const _: () = assert!(MIGRATIONS.len() == LEDGER_FORMAT as usize);
 
@@ -152,9 +170,9 @@ fn table_names(conn: &Connection, path: &Path) -> Result<Vec<String>, LedgerErro
 
 /// Why the tables of the file are not those of `format`, if they are not.
 fn check_tables(conn: &Connection, tables: &[String], format: u32) -> Result<(), String> {
-    // Every format so far has the tables of format 1, and only them.
     let expected = match format {
         1 => TABLES_1,
+        2 => TABLES_2,
         _ => return Err(format!("format {format} has no known tables")),
     };
     for (table, columns) in expected {
