@@ -17,6 +17,7 @@ pub mod entry;
 pub mod layers;
 pub mod ledger;
 pub mod models;
+pub mod pins;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;

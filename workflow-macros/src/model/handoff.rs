@@ -51,6 +51,16 @@ pub struct PartField {
     pub ty: Type,
 }
 
+/// A field pinned to a root invariant: `#[pin(root_field)] pub field: T`.
+pub struct Pin {
+    /// The `pin` of the attribute, for spans.
+    pub attr: Ident,
+    /// The handoff's field.
+    pub field: Ident,
+    /// The field of the `#[invariants]` struct it must equal.
+    pub root: Ident,
+}
+
 /// A `#[handoff]` struct.
 pub struct Handoff {
     /// The struct with the part markers removed.
@@ -61,6 +71,8 @@ pub struct Handoff {
     pub args: crate::parse::HandoffArgs,
     /// Part markers written with arguments (`#[stop(..)]`), by part index.
     pub marker_args: Vec<(usize, syn::Attribute)>,
+    /// The fields pinned to root invariants, in field order.
+    pub pins: Vec<Pin>,
 }
 
 impl Handoff {
@@ -69,9 +81,9 @@ impl Handoff {
     pub fn from_struct(cx: &Ctxt, mut item: ItemStruct) -> Result<Handoff, Box<ItemStruct>> {
         if !matches!(item.fields, Fields::Named(_)) {
             for field in item.fields.iter_mut() {
-                field
-                    .attrs
-                    .retain(|a| !PARTS.iter().any(|p| a.path().is_ident(p.marker)));
+                field.attrs.retain(|a| {
+                    !PARTS.iter().any(|p| a.path().is_ident(p.marker)) && !a.path().is_ident("pin")
+                });
             }
             cx.error_spanned_by(
                 &item.ident,
@@ -84,10 +96,31 @@ impl Handoff {
         };
         let mut parts = Vec::new();
         let mut marker_args = Vec::new();
+        let mut pins = Vec::new();
         for field in named.named.iter_mut() {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            for attr in take_pins(field) {
+                let Some(pin) = attr.path().get_ident().cloned() else {
+                    continue;
+                };
+                match attr.parse_args::<Ident>() {
+                    Ok(root) if pins.iter().all(|p: &Pin| p.field != ident) => pins.push(Pin {
+                        attr: pin,
+                        field: ident.clone(),
+                        root,
+                    }),
+                    Ok(_) => cx.error_spanned_by(
+                        &attr,
+                        "a field is pinned to one root invariant; keep one `#[pin(..)]`",
+                    ),
+                    Err(_) => cx.error_spanned_by(
+                        &attr,
+                        "`#[pin]` names the root invariant this field must equal: `#[pin(tenant)]`",
+                    ),
+                }
+            }
             let mut markers = Vec::new();
             field.attrs.retain(|attr| {
                 let part = attr
@@ -118,6 +151,7 @@ impl Handoff {
             item,
             parts,
             marker_args,
+            pins,
             args: crate::parse::HandoffArgs::default(),
         })
     }
@@ -138,6 +172,15 @@ impl Handoff {
             .iter()
             .filter(|p| self.parts.iter().filter(|q| q.field == p.field).count() == 1)
     }
+}
+
+/// Takes the `#[pin(..)]` attributes off a field.
+fn take_pins(field: &mut syn::Field) -> Vec<syn::Attribute> {
+    let (pins, rest) = std::mem::take(&mut field.attrs)
+        .into_iter()
+        .partition(|a| a.path().is_ident("pin"));
+    field.attrs = rest;
+    pins
 }
 
 /// The serde options a contract part may carry: names only.
