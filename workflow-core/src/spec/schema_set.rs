@@ -82,8 +82,8 @@ impl SchemaSet {
     }
 
     /// Adds the root schema of `T` under its schema name (qualified with
-    /// the workflow's name inside [`Workflow::schemas`](crate::Workflow::schemas),
-    /// see [`published_name`]).
+    /// the workflow's name, `<workflow>.<Type>`, inside
+    /// [`Workflow::schemas`](crate::Workflow::schemas)).
     pub fn add<T: JsonSchema + ?Sized>(&mut self) -> &mut Self {
         self.add_named::<T>(T::schema_name())
     }
@@ -126,7 +126,7 @@ impl SchemaSet {
     }
 
     /// The schema named `name` (a workflow's own types under
-    /// `<workflow>.<Type>`, see [`published_name`]), as a model is asked
+    /// `<workflow>.<Type>`), as a model is asked
     /// to follow it: the published file adds its `$id`
     /// ([`published`](Self::published)).
     pub fn get(&self, name: &str) -> Option<&Value> {
