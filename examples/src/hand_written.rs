@@ -63,12 +63,12 @@ pub mod counter {
 
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+    use workflow_core::schema::schema_name_or;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
         Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet,
         Scope, StopWhen, Transition, Uncertainty,
     };
-    use workflow_core::schema::schema_name_or;
 
     use super::{MAX_ROUNDS, Tally};
 

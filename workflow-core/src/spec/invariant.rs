@@ -161,9 +161,21 @@ mod tests {
         assert_eq!(find_forbidden(&v, &["email"]), None);
         assert_eq!(find_forbidden(&v, &["customer.email"]), None);
         assert_eq!(find_forbidden(&v, &["*.email"]), None);
-        assert_eq!(find_forbidden(&v, &["orders.card"]), Some("orders.card"), "one order fills it");
-        assert_eq!(find_forbidden(&json!({"ssn": 0}), &["ssn"]), Some("ssn"), "zero is data");
-        assert_eq!(find_forbidden(&json!({"ssn": ""}), &["ssn"]), Some("ssn"), "empty is data");
+        assert_eq!(
+            find_forbidden(&v, &["orders.card"]),
+            Some("orders.card"),
+            "one order fills it"
+        );
+        assert_eq!(
+            find_forbidden(&json!({"ssn": 0}), &["ssn"]),
+            Some("ssn"),
+            "zero is data"
+        );
+        assert_eq!(
+            find_forbidden(&json!({"ssn": ""}), &["ssn"]),
+            Some("ssn"),
+            "empty is data"
+        );
     }
 
     #[test]

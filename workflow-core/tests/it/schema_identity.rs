@@ -131,12 +131,23 @@ fn a_tools_plain_input_and_output_are_named_for_the_tool_and_its_direction() {
     }
     let shared: Vec<&str> = set
         .names()
-        .filter(|n| ["string", "Array_of_string", "uint32"].iter().any(|s| n.ends_with(&format!(".{s}"))))
+        .filter(|n| {
+            ["string", "Array_of_string", "uint32"]
+                .iter()
+                .any(|s| n.ends_with(&format!(".{s}")))
+        })
         .collect();
-    assert!(shared.is_empty(), "no file named for a bare type: {shared:?}");
+    assert!(
+        shared.is_empty(),
+        "no file named for a bare type: {shared:?}"
+    );
     // The manifest names the same files.
     let manifest = crate::enforcement::shop::Workflow::manifest();
-    let pick = manifest.tools.iter().find(|t| t.name == "pick").expect("pick");
+    let pick = manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "pick")
+        .expect("pick");
     assert_eq!(pick.input_schema, "shop.pick.input.schema.json");
     assert_eq!(pick.output_schema, "shop.pick.output.schema.json");
 }

@@ -36,18 +36,24 @@ fn wire_fields(item: &syn::ItemStruct) -> Option<Vec<WireField>> {
     let input: syn3::DeriveInput = syn3::parse2(quote::ToTokens::to_token_stream(item)).ok()?;
     let cx = SerdeCtxt::new();
     let private = syn3::Ident::new("__private", proc_macro2::Span::call_site());
-    let fields = ast::Container::from_ast(&cx, &input, Derive::Serialize, &private).and_then(
-        |container| match container.data {
-            ast::Data::Struct(ast::Style::Struct, fields) => Some(
-                fields
-                    .iter()
-                    .filter(|f| !f.attrs.skip_serializing())
-                    .map(|f| (f.attrs.name().serialize_name().value.clone(), f.attrs.flatten()))
-                    .collect::<Vec<_>>(),
-            ),
-            _ => None,
-        },
-    );
+    let fields =
+        ast::Container::from_ast(&cx, &input, Derive::Serialize, &private).and_then(|container| {
+            match container.data {
+                ast::Data::Struct(ast::Style::Struct, fields) => Some(
+                    fields
+                        .iter()
+                        .filter(|f| !f.attrs.skip_serializing())
+                        .map(|f| {
+                            (
+                                f.attrs.name().serialize_name().value.clone(),
+                                f.attrs.flatten(),
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            }
+        });
     cx.check().ok()?;
     let fields = fields?;
     // serde's view drops skipped fields; match the rest to ours by name.
@@ -79,7 +85,10 @@ fn skipped(field: &syn::Field) -> bool {
 }
 
 /// The module's structs named in `ty` (`Vec<Hit>`, `Option<Box<Hit>>`, ...).
-fn named_structs<'s>(ty: &syn::Type, structs: &'s HashMap<String, syn::ItemStruct>) -> Vec<&'s syn::ItemStruct> {
+fn named_structs<'s>(
+    ty: &syn::Type,
+    structs: &'s HashMap<String, syn::ItemStruct>,
+) -> Vec<&'s syn::ItemStruct> {
     struct Names(Vec<String>);
     impl<'a> syn::visit::Visit<'a> for Names {
         fn visit_path(&mut self, path: &'a syn::Path) {
@@ -94,27 +103,22 @@ fn named_structs<'s>(ty: &syn::Type, structs: &'s HashMap<String, syn::ItemStruc
     names.0.iter().filter_map(|n| structs.get(n)).collect()
 }
 
-/// What is still to be matched while walking into a struct: every
-/// undotted name (at any depth), and the rest of each dotted path.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Pending {
-    /// `(the path as declared, its steps left)`.
-    dotted: Vec<(String, Vec<String>)>,
-    /// Whether the undotted names still apply (they do at every depth).
-    undotted: bool,
-}
+/// The dotted paths still to be matched while walking into a struct, as
+/// `(the path as declared, its steps left)`; undotted names apply at every
+/// depth.
+type Pending = Vec<(String, Vec<String>)>;
 
 struct Walk<'w> {
     cx: &'w Ctxt,
     structs: &'w HashMap<String, syn::ItemStruct>,
     undotted: Vec<String>,
-    seen: HashSet<(String, Vec<(String, Vec<String>)>)>,
+    seen: HashSet<(String, Pending)>,
     reported: HashSet<(String, String)>,
 }
 
 impl Walk<'_> {
     fn walk(&mut self, item: &syn::ItemStruct, pending: &Pending, via: &str) {
-        let key = (item.ident.unraw().to_string(), pending.dotted.clone());
+        let key = (item.ident.unraw().to_string(), pending.clone());
         if !self.seen.insert(key) {
             return;
         }
@@ -122,22 +126,18 @@ impl Walk<'_> {
             return;
         };
         for field in fields {
-            let mut next = Pending {
-                dotted: Vec::new(),
-                undotted: pending.undotted,
-            };
+            let mut next = Pending::new();
             if field.flatten {
                 // Its fields take its place: match them at this level.
-                next.dotted = pending.dotted.clone();
+                next = pending.clone();
             } else {
-                let undotted = self.undotted.iter().find(|n| **n == field.name).cloned();
-                let mut hit = undotted.filter(|_| pending.undotted);
-                for (declared, steps) in &pending.dotted {
+                let mut hit = self.undotted.iter().find(|n| **n == field.name).cloned();
+                for (declared, steps) in pending {
                     if steps[0] == "*" || steps[0] == field.name {
                         if steps.len() == 1 {
                             hit.get_or_insert_with(|| declared.clone());
                         } else {
-                            next.dotted.push((declared.clone(), steps[1..].to_vec()));
+                            next.push((declared.clone(), steps[1..].to_vec()));
                         }
                     }
                 }
@@ -145,9 +145,6 @@ impl Walk<'_> {
                     self.report(item, &field, &path, via);
                     continue;
                 }
-            }
-            if !next.undotted && next.dotted.is_empty() {
-                continue;
             }
             for inner in named_structs(&field.ty, self.structs) {
                 let inner = inner.clone();
@@ -158,7 +155,10 @@ impl Walk<'_> {
 
     fn report(&mut self, item: &syn::ItemStruct, field: &WireField, path: &str, via: &str) {
         let owner = item.ident.unraw().to_string();
-        if !self.reported.insert((owner.clone(), field.ident.to_string())) {
+        if !self
+            .reported
+            .insert((owner.clone(), field.ident.to_string()))
+        {
             return;
         }
         let carried = if owner == via {
@@ -193,7 +193,9 @@ pub fn check(cx: &Ctxt, wf: &Workflow) {
             },
             _ => continue,
         };
-        structs.entry(item.ident.unraw().to_string()).or_insert(item);
+        structs
+            .entry(item.ident.unraw().to_string())
+            .or_insert(item);
     }
     let mut roots: Vec<String> = wf.handoffs.iter().map(|h| h.unraw().to_string()).collect();
     let mut used: Vec<&syn::Type> = wf.agents.iter().map(|a| &a.input_ty).collect();
@@ -207,19 +209,20 @@ pub fn check(cx: &Ctxt, wf: &Workflow) {
             }
         }
     }
-    let pending = Pending {
-        dotted: forbid
-            .iter()
-            .map(|p| p.value())
-            .filter(|p| p.contains('.'))
-            .map(|p| (p.clone(), p.split('.').map(String::from).collect()))
-            .collect(),
-        undotted: true,
-    };
+    let pending: Pending = forbid
+        .iter()
+        .map(|p| p.value())
+        .filter(|p| p.contains('.'))
+        .map(|p| (p.clone(), p.split('.').map(String::from).collect()))
+        .collect();
     let mut walk = Walk {
         cx,
         structs: &structs,
-        undotted: forbid.iter().map(|p| p.value()).filter(|p| !p.contains('.')).collect(),
+        undotted: forbid
+            .iter()
+            .map(|p| p.value())
+            .filter(|p| !p.contains('.'))
+            .collect(),
         seen: HashSet::new(),
         reported: HashSet::new(),
     };

@@ -86,8 +86,10 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     });
     // Each type with the name its schema takes when it has none of its own
     // (see `graph::schema_name`).
-    let mut schema_types: Vec<(TokenStream, String)> =
-        vec![(quote!(#input), "input".into()), (output.clone(), "output".into())];
+    let mut schema_types: Vec<(TokenStream, String)> = vec![
+        (quote!(#input), "input".into()),
+        (output.clone(), "output".into()),
+    ];
     schema_types.extend(wf.agents.iter().map(|a| {
         let t = &a.input_ty;
         (quote!(#t), "input".into())
