@@ -63,6 +63,7 @@ pub mod counter {
 
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+    use workflow_core::schema::schema_name_or;
     use workflow_core::{
         AgentInfo, Authority, AuthorityScope, Condition, ContractView, EdgeInfo, Evidence,
         Executor, Graph, Handoff, Node, OnReject, Operation, Reject, RunError, Runtime, SchemaSet,
@@ -228,12 +229,11 @@ pub mod counter {
     /// Upper bound on agent turns in any run of `counter`, computed from the
     /// loop bounds.
     ///
-    /// The macro computes it as `L * (B + 1)`: `B` is the sum of all loop
-    /// bounds (here the one on `reviewer -> worker`, 1000) and `L` the
-    /// longest path of agents over unbounded edges (`planner -> worker ->
-    /// reviewer`, 3). A run cut at each bounded edge it takes falls into at
-    /// most `B + 1` pieces of at most `L` turns each.
-    pub const MAX_HOPS: u32 = 3 * (1000 + 1);
+    /// The macro computes the longest walk from the entry that takes no
+    /// bounded edge more often than its bound: `planner -> worker ->
+    /// reviewer` (3 turns), then `worker -> reviewer` again for each of the
+    /// 1000 uses of `reviewer -> worker` (2 turns each).
+    pub const MAX_HOPS: u32 = 3 + 2 * 1000;
 
     /// The authorities of this workflow, one type each.
     ///
@@ -520,7 +520,8 @@ pub mod counter {
             AgentInfo {
                 name: "planner",
                 input: "u32",
-                input_schema: <u32 as JsonSchema>::schema_name,
+                // `u32` has no schema name of its own: it takes its role's.
+                input_schema: || schema_name_or::<u32>("input"),
                 owns: &["Plan"],
                 tools: &[],
                 timeout_ms: None,
@@ -534,7 +535,7 @@ pub mod counter {
             AgentInfo {
                 name: "worker",
                 input: "Work",
-                input_schema: <Work as JsonSchema>::schema_name,
+                input_schema: || schema_name_or::<Work>("input"),
                 owns: &["Count"],
                 tools: &[],
                 timeout_ms: None,
@@ -548,7 +549,7 @@ pub mod counter {
             AgentInfo {
                 name: "reviewer",
                 input: "Review",
-                input_schema: <Review as JsonSchema>::schema_name,
+                input_schema: || schema_name_or::<Review>("input"),
                 owns: &["Judge"],
                 tools: &[],
                 timeout_ms: None,
@@ -565,35 +566,35 @@ pub mod counter {
                 from: Node::Start,
                 to: Node::Agent(0),
                 payload: "u32",
-                payload_schema: <u32 as JsonSchema>::schema_name,
+                payload_schema: || schema_name_or::<u32>("input"),
                 bound: None,
             },
             EdgeInfo {
                 from: Node::Agent(0),
                 to: Node::Agent(1),
                 payload: "Work",
-                payload_schema: <Work as JsonSchema>::schema_name,
+                payload_schema: || schema_name_or::<Work>("input"),
                 bound: None,
             },
             EdgeInfo {
                 from: Node::Agent(1),
                 to: Node::Agent(2),
                 payload: "Review",
-                payload_schema: <Review as JsonSchema>::schema_name,
+                payload_schema: || schema_name_or::<Review>("input"),
                 bound: None,
             },
             EdgeInfo {
                 from: Node::Agent(2),
                 to: Node::Agent(1),
                 payload: "Work",
-                payload_schema: <Work as JsonSchema>::schema_name,
+                payload_schema: || schema_name_or::<Work>("input"),
                 bound: Some(1000),
             },
             EdgeInfo {
                 from: Node::Agent(2),
                 to: Node::End,
                 payload: "Tally",
-                payload_schema: <Tally as JsonSchema>::schema_name,
+                payload_schema: || schema_name_or::<Tally>("output"),
                 bound: None,
             },
         ],
@@ -647,11 +648,11 @@ pub mod counter {
         /// parts, receipts, records and the manifest are added by
         /// [`SchemaSet::of`].
         fn schemas(set: &mut SchemaSet) {
-            set.add::<u32>();
-            set.add::<Tally>();
-            set.add::<u32>();
-            set.add::<Work>();
-            set.add::<Review>();
+            set.add_or::<u32>("input");
+            set.add_or::<Tally>("output");
+            set.add_or::<u32>("input");
+            set.add_or::<Work>("input");
+            set.add_or::<Review>("input");
         }
     }
 }

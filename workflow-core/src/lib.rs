@@ -103,7 +103,7 @@ pub mod tool {
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
 pub mod schema {
     pub use crate::export::file_name;
-    pub use crate::spec::root_schema;
+    pub use crate::spec::{root_schema, schema_name_or};
 }
 
 /// Metrics following the OpenTelemetry GenAI conventions (feature `metrics`).
@@ -151,6 +151,23 @@ pub mod __private {
     ) -> u16 {
         graph.edge_index(from, to)
     }
+    /// What a `#[pin(root_field)]` check says when the field differs from
+    /// the pinned value (both shown as JSON).
+    pub fn pin_mismatch<T, U>(field: &str, value: &T, root_field: &str, pinned: &U) -> String
+    where
+        T: serde::Serialize + ?Sized,
+        U: serde::Serialize + ?Sized,
+    {
+        fn json<V: serde::Serialize + ?Sized>(v: &V) -> String {
+            serde_json::to_string(v).unwrap_or_else(|e| format!("<{e}>"))
+        }
+        format!(
+            "`{field}` is {} but the pinned `{root_field}` is {}",
+            json(value),
+            json(pinned)
+        )
+    }
+    pub use crate::spec::schema_name_or;
     pub use schemars;
     pub use serde;
     pub use serde_json;

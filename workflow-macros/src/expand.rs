@@ -75,6 +75,12 @@ pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
             let model = Handoff::from_struct(&cx, s).map(|mut model| {
                 model.args = args;
                 check::contract::check(&cx, &model);
+                for pin in &model.pins {
+                    cx.error_spanned_by(
+                        &pin.attr,
+                        "`#[pin]` compares a field with the workflow's root invariants: declare this handoff inside its `#[workflow]` module",
+                    );
+                }
                 model
             });
             codegen::workflow::handoff(&model)

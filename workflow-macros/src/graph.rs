@@ -2,6 +2,10 @@
 //! cycles, the upper bound on hops and the shortest run. Plain data in, plain data out; unit-
 //! and property-tested against brute-force oracles.
 
+/// The most states the exact search for [`Graph::max_hops`] visits before
+/// it settles for the upper bound (a few hundred milliseconds of a build).
+pub const EXACT_SEARCH_STATES: u64 = 1 << 20;
+
 /// Where an edge goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -153,17 +157,31 @@ impl Graph {
         v
     }
 
-    /// An upper bound on the agent turns of any run, or `None` when a cycle
-    /// of unbounded edges makes runs unbounded.
+    /// The most agent turns any run can take, or `None` when a cycle of
+    /// unbounded edges makes runs unbounded: the longest walk from the
+    /// entry, counted in agents, that takes no bounded edge more often than
+    /// its bound (a run may be stopped anywhere, so the walk need not end
+    /// at `END`).
     ///
-    /// Cut a run's walk at each bounded edge it takes: there are at most
-    /// `B + 1` pieces (`B`, the sum of all bounds), each a path in the
-    /// acyclic graph of unbounded edges, so at most `L` turns long (`L`, the
-    /// longest such path counted in agents). Hence `(B + 1) * L`.
+    /// Exact by a memoized search over (agent, uses of each bounded edge),
+    /// which ends because every cycle takes a bounded edge. When that state
+    /// space is larger than [`EXACT_SEARCH_STATES`] (many loops with large
+    /// bounds), it falls back to [`upper_bound_on_hops`](Self::upper_bound_on_hops),
+    /// never lower than the exact value.
     pub fn max_hops(&self) -> Option<u64> {
         if !self.unbounded_cycles().is_empty() {
             return None;
         }
+        let upper = self.upper_bound_on_hops();
+        Some(self.longest_walk().unwrap_or(upper))
+    }
+
+    /// An upper bound on the agent turns of any run (without an unbounded
+    /// cycle). Cut a run's walk at each bounded edge it takes: there are at
+    /// most `B + 1` pieces (`B`, the sum of all bounds), each a path in the
+    /// acyclic graph of unbounded edges, so at most `L` turns long (`L`, the
+    /// longest such path counted in agents). Hence `(B + 1) * L`.
+    pub fn upper_bound_on_hops(&self) -> u64 {
         let order = self.topological_order();
         // longest[a]: agents on the longest unbounded path starting at a.
         let mut longest = vec![1u64; self.agents];
@@ -180,7 +198,85 @@ impl Graph {
             .iter()
             .filter_map(|e| e.bound.map(u64::from))
             .sum();
-        Some(l.saturating_mul(b.saturating_add(1)))
+        l.saturating_mul(b.saturating_add(1))
+    }
+
+    /// The longest walk from the entry (see [`max_hops`](Self::max_hops)),
+    /// or `None` when its search would visit more than
+    /// [`EXACT_SEARCH_STATES`] states. Only called without unbounded cycles.
+    fn longest_walk(&self) -> Option<u64> {
+        if self.entry >= self.agents {
+            return Some(0);
+        }
+        // The bounded edges to agents: their index among them, by edge.
+        let bounded: Vec<Option<usize>> = {
+            let mut next = 0;
+            self.edges
+                .iter()
+                .map(|e| match (e.bound, e.to) {
+                    (Some(_), Target::Agent(_)) => {
+                        next += 1;
+                        Some(next - 1)
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let states = self
+            .edges
+            .iter()
+            .filter(|e| matches!(e.to, Target::Agent(_)))
+            .filter_map(|e| e.bound)
+            .try_fold(self.agents as u64, |n, b| n.checked_mul(u64::from(b) + 1))?;
+        if states > EXACT_SEARCH_STATES {
+            return None;
+        }
+        // Post-order over the search tree with an explicit stack, so a long
+        // walk (a loop bound of thousands) cannot overflow the stack.
+        type State = (usize, Vec<u32>);
+        let mut memo: std::collections::HashMap<State, u64> = std::collections::HashMap::new();
+        let start: State = (self.entry, vec![0; bounded.iter().flatten().count()]);
+        let mut stack: Vec<(State, bool)> = vec![(start.clone(), false)];
+        let bounded = &bounded;
+        let next_states = |(at, uses): &State| -> Vec<State> {
+            let mut out = Vec::new();
+            for (i, e) in self.edges.iter().enumerate() {
+                let Target::Agent(b) = e.to else { continue };
+                if e.from != *at {
+                    continue;
+                }
+                let mut uses = uses.clone();
+                if let (Some(k), Some(limit)) = (bounded[i], e.bound) {
+                    if uses[k] >= limit {
+                        continue;
+                    }
+                    uses[k] += 1;
+                }
+                out.push((b, uses));
+            }
+            out
+        };
+        while let Some((state, expanded)) = stack.pop() {
+            if memo.contains_key(&state) {
+                continue;
+            }
+            if expanded {
+                let best = next_states(&state)
+                    .iter()
+                    .map(|n| memo.get(n).copied().unwrap_or(0))
+                    .max()
+                    .unwrap_or(0);
+                memo.insert(state, 1 + best);
+            } else {
+                let todo: Vec<State> = next_states(&state)
+                    .into_iter()
+                    .filter(|n| !memo.contains_key(n))
+                    .collect();
+                stack.push((state, true));
+                stack.extend(todo.into_iter().map(|n| (n, false)));
+            }
+        }
+        memo.get(&start).copied()
     }
 
     /// The agents of a shortest run that reaches the end, in order: a

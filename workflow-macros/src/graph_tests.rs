@@ -27,8 +27,31 @@ fn review_loop(bound: Option<u32>) -> Graph {
 fn bounded_loop_has_a_bound() {
     let g = review_loop(Some(3));
     assert!(g.unbounded_cycles().is_empty());
-    // pieces: planner worker reviewer | worker reviewer (x3) => 3 + 3*2 = 9 <= (3+1)*3
-    assert_eq!(g.max_hops(), Some(12));
+    // planner worker reviewer, then worker reviewer three times: 3 + 3*2.
+    assert_eq!(g.max_hops(), Some(9));
+    assert_eq!(g.upper_bound_on_hops(), 12);
+}
+
+#[test]
+fn a_search_too_large_falls_back_to_the_upper_bound() {
+    // Two loops of bound 2000 each: 3 * 2001 * 2001 states, more than the
+    // search visits; the bound is then (B + 1) * L.
+    let g = Graph {
+        agents: 3,
+        entry: 0,
+        edges: vec![
+            edge(0, Some(1), None),
+            edge(1, Some(0), Some(2000)),
+            edge(1, Some(2), None),
+            edge(2, Some(1), Some(2000)),
+            edge(2, None, None),
+        ],
+    };
+    assert_eq!(g.max_hops(), Some(g.upper_bound_on_hops()));
+    assert_eq!(g.upper_bound_on_hops(), 3 * 4001);
+    // One loop of bound 1000 is searched exactly, without overflowing.
+    let g = review_loop(Some(1000));
+    assert_eq!(g.max_hops(), Some(3 + 2 * 1000));
 }
 
 #[test]
@@ -220,10 +243,13 @@ proptest! {
     }
 
     #[test]
-    fn max_hops_bounds_every_walk(g in arb_graph()) {
+    fn max_hops_is_the_longest_walk(g in arb_graph()) {
         match g.max_hops() {
             None => prop_assert!(oracle_has_unbounded_cycle(&g)),
-            Some(bound) => prop_assert!(oracle_longest_walk(&g) <= bound, "walk longer than {}", bound),
+            Some(exact) => {
+                prop_assert_eq!(oracle_longest_walk(&g), exact);
+                prop_assert!(exact <= g.upper_bound_on_hops());
+            }
         }
     }
 

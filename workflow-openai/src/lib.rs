@@ -5,7 +5,7 @@
 //! A request's response format goes out as `response_format: {"type":
 //! "json_schema", ...}` with the payload's schema unchanged; the reply's
 //! text, refusal and token usage come back as a
-//! [`ModelReply`](workflow_core::llm::ModelReply). Checking the reply is
+//! [`ModelReply`]. Checking the reply is
 //! not this crate's job: `cx.generate` does it for every backend alike.
 //!
 //! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with

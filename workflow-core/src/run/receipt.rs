@@ -9,8 +9,8 @@
 //! scope not expired, stop conditions, a returned handoff sent again
 //! unchanged, then the checks on the payload as JSON (size in bytes and in
 //! tokens, forbidden fields, the invariants' predicates, the executor's
-//! gate), then the receiver's `#[pre]` conditions ([`check_pre`], once its
-//! context exists). A handoff that drops an open question its sender
+//! gate), then the receiver's pinned fields and `#[pre]` conditions
+//! ([`check_pre`], once its context exists). A handoff that drops an open question its sender
 //! received ([`Runtime::dropped_question`]) is rejected when it is recorded.
 
 use std::borrow::Cow;
@@ -301,11 +301,18 @@ fn check_invariants<R: Invariants>(root: &R, view: &TransferView<'_>) -> Option<
     })
 }
 
-/// The receiver's first `#[pre]` condition that does not hold.
+/// The receiver's first pinned field (`#[pin(..)]`) that differs from its
+/// root invariant, then its first `#[pre]` condition that does not hold.
 pub(super) fn check_pre<W: Workflow, A: Agent<W>>(
     input: &A::Input,
     cx: &Context<'_, W, A>,
 ) -> Option<RejectReason> {
+    if let Err((invariant, message)) = A::pinned(input, cx.root()) {
+        return Some(RejectReason::InvariantBroken {
+            invariant: Cow::Borrowed(invariant),
+            message,
+        });
+    }
     let condition = A::pre(input, cx).err()?;
     Some(RejectReason::PreCondition {
         condition: Cow::Borrowed(condition.expr),

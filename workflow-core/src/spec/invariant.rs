@@ -91,6 +91,10 @@ impl TokenCounter for ApproxTokens {
 /// (`customer.email`) is followed from the top, `*` standing for any one
 /// field; arrays are looked through at every step (`orders.card` finds the
 /// `card` of every order).
+///
+/// A field whose value is `null` is not carried: null holds no data, and it
+/// is what an `Option` field set to `None` is written as. So an `Option`
+/// field of a forbidden name may travel empty, never filled.
 pub(crate) fn find_forbidden<'p>(value: &serde_json::Value, paths: &[&'p str]) -> Option<&'p str> {
     paths.iter().copied().find(|path| {
         if path.contains('.') {
@@ -104,7 +108,9 @@ pub(crate) fn find_forbidden<'p>(value: &serde_json::Value, paths: &[&'p str]) -
 
 fn anywhere(value: &serde_json::Value, key: &str) -> bool {
     match value {
-        serde_json::Value::Object(map) => map.iter().any(|(k, v)| k == key || anywhere(v, key)),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| (k == key && !v.is_null()) || anywhere(v, key)),
         serde_json::Value::Array(items) => items.iter().any(|v| anywhere(v, key)),
         _ => false,
     }
@@ -112,7 +118,7 @@ fn anywhere(value: &serde_json::Value, key: &str) -> bool {
 
 fn follows(value: &serde_json::Value, steps: &[&str]) -> bool {
     let Some((step, rest)) = steps.split_first() else {
-        return true;
+        return !value.is_null();
     };
     match value {
         serde_json::Value::Object(map) => map
@@ -145,6 +151,30 @@ mod tests {
         assert_eq!(
             find_forbidden(&v, &["name.x", "customer.name"]),
             Some("customer.name")
+        );
+    }
+
+    #[test]
+    fn a_forbidden_field_that_is_null_is_not_carried() {
+        let v = json!({"ssn": null, "customer": {"email": null}, "orders": [{"card": null}, {"card": 4}]});
+        assert_eq!(find_forbidden(&v, &["ssn"]), None);
+        assert_eq!(find_forbidden(&v, &["email"]), None);
+        assert_eq!(find_forbidden(&v, &["customer.email"]), None);
+        assert_eq!(find_forbidden(&v, &["*.email"]), None);
+        assert_eq!(
+            find_forbidden(&v, &["orders.card"]),
+            Some("orders.card"),
+            "one order fills it"
+        );
+        assert_eq!(
+            find_forbidden(&json!({"ssn": 0}), &["ssn"]),
+            Some("ssn"),
+            "zero is data"
+        );
+        assert_eq!(
+            find_forbidden(&json!({"ssn": ""}), &["ssn"]),
+            Some("ssn"),
+            "empty is data"
         );
     }
 

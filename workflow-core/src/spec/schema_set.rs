@@ -2,6 +2,7 @@
 //! [`Workflow::schemas`](crate::Workflow::schemas) fills in. Writing
 //! it to files and checking it for drift is the export layer's.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::{JsonSchema, generate::SchemaSettings};
@@ -31,6 +32,20 @@ pub(crate) fn root_schema_doc<T: JsonSchema + ?Sized>() -> schemars::Schema {
 /// manifest) keep their bare names.
 pub fn published_name(workflow: &str, schema: &str) -> String {
     format!("{workflow}.{schema}")
+}
+
+/// The name `T`'s schema is published under in a workflow: its own name
+/// (`Order`), or `role` when it has none of its own, that is when schemars
+/// inlines it (`String`, `Vec<String>`, `u32`): a tool's input of type
+/// `String` is `lookup.input`, not a `string` shared with every other
+/// string. Roles: `input` and `output` for the workflow's, `<tool>.input`
+/// and `<tool>.output` for a tool's, `invariants`.
+pub fn schema_name_or<T: JsonSchema + ?Sized>(role: &'static str) -> Cow<'static, str> {
+    if T::inline_schema() {
+        Cow::Borrowed(role)
+    } else {
+        T::schema_name()
+    }
 }
 
 /// The file a schema named `name` is exported to, `<name>.schema.json`,
@@ -67,12 +82,23 @@ impl SchemaSet {
     }
 
     /// Adds the root schema of `T` under its schema name (qualified with
-    /// the workflow's name inside [`Workflow::schemas`](crate::Workflow::schemas),
-    /// see [`published_name`]).
+    /// the workflow's name, `<workflow>.<Type>`, inside
+    /// [`Workflow::schemas`](crate::Workflow::schemas)).
     pub fn add<T: JsonSchema + ?Sized>(&mut self) -> &mut Self {
+        self.add_named::<T>(T::schema_name())
+    }
+
+    /// Adds the root schema of `T` under the name it takes in its workflow,
+    /// [`schema_name_or`]`::<T>(role)`: its own, or `role` for a type
+    /// without one (`String`, `Vec<String>`).
+    pub fn add_or<T: JsonSchema + ?Sized>(&mut self, role: &'static str) -> &mut Self {
+        self.add_named::<T>(schema_name_or::<T>(role))
+    }
+
+    fn add_named<T: JsonSchema + ?Sized>(&mut self, schema: Cow<'static, str>) -> &mut Self {
         let name = match self.workflow {
-            Some(workflow) => published_name(workflow, &T::schema_name()),
-            None => T::schema_name().into_owned(),
+            Some(workflow) => published_name(workflow, &schema),
+            None => schema.into_owned(),
         };
         let value = root_schema::<T>();
         match self.schemas.get(&name) {
@@ -100,7 +126,7 @@ impl SchemaSet {
     }
 
     /// The schema named `name` (a workflow's own types under
-    /// `<workflow>.<Type>`, see [`published_name`]), as a model is asked
+    /// `<workflow>.<Type>`), as a model is asked
     /// to follow it: the published file adds its `$id`
     /// ([`published`](Self::published)).
     pub fn get(&self, name: &str) -> Option<&Value> {

@@ -127,6 +127,14 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
         None
     }
 
+    /// The input's fields pinned to a root invariant (`#[pin(root_field)]`
+    /// on a handoff field, compared with `==` on the typed values): the
+    /// first that differs, as `(the pin's name, what differs)`. Checked at
+    /// the receipt, right before the pre-conditions.
+    fn pinned(_input: &Self::Input, _root: &W::Root) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
     /// Evaluates the pre-conditions; the first that fails is returned.
     fn pre(_input: &Self::Input, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
         Ok(())

@@ -667,6 +667,19 @@ async fn a_forbidden_field_never_travels() {
 }
 
 #[tokio::test]
+async fn a_forbidden_field_that_is_null_carries_nothing_and_travels() {
+    // What an `Option` field set to `None` is written as: in the input, and
+    // where the clerk puts it under the dotted path (`card.number`).
+    for extra in [json!({"ssn": null}), json!({"number": null})] {
+        let (wf, shelf) = shop();
+        let mut o = order("pick");
+        o.extra = extra;
+        wf.run(o).await.expect("null is not carried");
+        assert_eq!(shelf.picks.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[tokio::test]
 async fn a_broken_invariant_is_rejected_at_every_transfer() {
     let (wf, shelf) = shop();
     let mut o = order("pick");

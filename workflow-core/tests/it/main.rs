@@ -21,6 +21,7 @@ pub mod leases;
 pub mod ledger;
 pub mod models;
 pub mod payload_limits;
+pub mod pins;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;

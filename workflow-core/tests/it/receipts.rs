@@ -898,10 +898,11 @@ async fn a_session_stops_at_a_rejection() {
 
 #[tokio::test]
 async fn max_hops_is_the_bound_of_the_loops() {
-    // `L * (B + 1)`: L, the longest path over unbounded edges (in agents);
-    // B, the sum of the loop bounds.
-    assert_eq!(flow::MAX_HOPS, 3 * (2 + 1));
-    assert_eq!(pingpong::MAX_HOPS, 2 * (4 + 1));
+    // The longest run: planner -> worker -> checker, then worker -> checker
+    // again for each of the 2 uses of the loop back.
+    assert_eq!(flow::MAX_HOPS, 3 + 2 * 2);
+    // ping -> pong, then ping -> pong again for each of the 4 uses.
+    assert_eq!(pingpong::MAX_HOPS, 2 + 2 * 4);
     assert_eq!(flow::GRAPH.max_hops, flow::MAX_HOPS);
     assert_eq!(pingpong::GRAPH.max_hops, pingpong::MAX_HOPS);
     assert_eq!(

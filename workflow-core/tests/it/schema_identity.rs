@@ -106,12 +106,50 @@ fn a_workflows_own_types_publish_under_its_name_with_their_file_as_id() {
     );
     // The manifest names the files the schemas are exported to.
     let manifest = north::Workflow::manifest();
-    assert_eq!(manifest.input_schema, "north.uint32.schema.json");
+    // A type without a name of its own (`u32`) is named for its role.
+    assert_eq!(manifest.input_schema, "north.input.schema.json");
     assert_eq!(manifest.output_schema, "north.Same.schema.json");
     for name in [&manifest.input_schema, &manifest.output_schema] {
         let name = name.strip_suffix(".schema.json").unwrap();
         assert!(set.get(name).is_some(), "{name}");
     }
+}
+
+#[test]
+fn a_tools_plain_input_and_output_are_named_for_the_tool_and_its_direction() {
+    let set = SchemaSet::of::<crate::enforcement::shop::Spec>();
+    // `pick(String) -> Vec<String>`, `flaky(u32) -> u32`.
+    for (name, ty) in [
+        ("shop.pick.input", "string"),
+        ("shop.pick.output", "array"),
+        ("shop.flaky.input", "integer"),
+        ("shop.flaky.output", "integer"),
+    ] {
+        let schema = set.published(name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(schema["type"], ty, "{name}");
+        assert_eq!(schema["$id"], format!("{name}.schema.json"));
+    }
+    let shared: Vec<&str> = set
+        .names()
+        .filter(|n| {
+            ["string", "Array_of_string", "uint32"]
+                .iter()
+                .any(|s| n.ends_with(&format!(".{s}")))
+        })
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "no file named for a bare type: {shared:?}"
+    );
+    // The manifest names the same files.
+    let manifest = crate::enforcement::shop::Workflow::manifest();
+    let pick = manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "pick")
+        .expect("pick");
+    assert_eq!(pick.input_schema, "shop.pick.input.schema.json");
+    assert_eq!(pick.output_schema, "shop.pick.output.schema.json");
 }
 
 #[test]

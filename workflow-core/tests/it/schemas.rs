@@ -704,8 +704,9 @@ fn the_manifest_lists_the_whole_workflow() {
     assert_eq!(m.entry, "intake");
     assert_eq!(m.input_schema, "billing.Order.schema.json");
     assert_eq!(m.output_schema, "billing.Invoice.schema.json");
-    // `L * (B + 1)` with L = 3 agents in a row, B = 2 (the one bound).
-    assert_eq!(billing::MAX_HOPS, 3 * (2 + 1));
+    // The longest run: intake -> charger -> auditor, then charger ->
+    // auditor again for each of the 2 uses of the loop back.
+    assert_eq!(billing::MAX_HOPS, 3 + 2 * 2);
     assert_eq!(m.max_hops, billing::MAX_HOPS);
 
     /// `(name, input schema, owns, tools, timeout)`.

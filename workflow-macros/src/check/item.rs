@@ -19,6 +19,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) {
                 check_arguments(cx, malformed);
                 if let Ok(h) = model {
                     super::contract::check(cx, h);
+                    check_pins_have_root(cx, wf, h);
                 }
             }
             ModItem::Invariants {
@@ -321,4 +322,20 @@ fn reserved_agent_name(name: &syn::Ident) -> Option<String> {
         ));
     }
     None
+}
+
+/// A `#[pin(..)]` needs the `#[invariants]` struct it names a field of.
+fn check_pins_have_root(cx: &Ctxt, wf: &Workflow, h: &crate::model::handoff::Handoff) {
+    if wf.invariants.is_some() {
+        return;
+    }
+    for pin in &h.pins {
+        cx.error_spanned_by(
+            &pin.attr,
+            format!(
+                "`#[pin({})]` pins a field to a root invariant, but this workflow has none; declare them with `#[invariants] pub struct Root {{ .. }}`",
+                pin.root
+            ),
+        );
+    }
 }

@@ -26,6 +26,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     super::item::check(cx, wf);
     check_output(cx, wf);
     check_public_types(cx, wf);
+    super::forbidden::check(cx, wf);
     check_tools(cx, wf);
     check_role_overlap(cx, wf);
     check_numbers(cx, wf);

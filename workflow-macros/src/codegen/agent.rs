@@ -45,6 +45,60 @@ fn conditions(
     }
 }
 
+/// The module's handoff that agent `a` takes, when its input names one.
+fn input_handoff<'w>(wf: &'w Workflow, a: &Agent) -> Option<&'w crate::model::handoff::Handoff> {
+    let syn::Type::Path(p) = &a.input_ty else {
+        return None;
+    };
+    let ident = p.path.get_ident()?;
+    wf.items.iter().find_map(|item| match item {
+        crate::model::workflow::ModItem::Handoff { model: Ok(h), .. } if h.item.ident == *ident => {
+            Some(h)
+        }
+        _ => None,
+    })
+}
+
+/// `Agent::pinned`: each `#[pin(root_field)]` of the input's fields, as
+/// `input.field == root.root_field` on the typed values. The comparison
+/// carries the pin's span, so a misspelt root field or a type that does
+/// not compare is rustc's error at the attribute.
+fn pinned(wf: &Workflow, a: &Agent) -> Option<TokenStream> {
+    let h = input_handoff(wf, a)?;
+    let root = wf.invariants.as_ref()?;
+    if h.pins.is_empty() {
+        return None;
+    }
+    let input = &a.input_ty;
+    let checks = h.pins.iter().map(|pin| {
+        let (field, root_field) = (&pin.field, &pin.root);
+        let name = format!("pin({}.{field} = {root_field})", h.item.ident);
+        let field_text = format!("{}.{field}", h.item.ident);
+        let root_text = root_field.to_string();
+        // The root field is named once, so a misspelling is one error.
+        let pinned = quote_spanned!(pin.root.span()=> let pinned = &root.#root_field;);
+        let compare = quote_spanned!(pin.root.span()=> input.#field == *pinned);
+        quote! {{
+            #pinned
+            if !(#compare) {
+                return ::workflow_core::__private::Result::Err((
+                    #name,
+                    ::workflow_core::__private::pin_mismatch(#field_text, &input.#field, #root_text, pinned),
+                ));
+            }
+        }}
+    });
+    Some(quote! {
+        fn pinned(
+            input: &#input,
+            root: &#root,
+        ) -> ::workflow_core::__private::Result<(), (&'static str, ::workflow_core::__private::String)> {
+            #(#checks)*
+            ::workflow_core::__private::Result::Ok(())
+        }
+    })
+}
+
 pub(super) fn agent(
     wf: &Workflow,
     r: &Resolved,
@@ -141,6 +195,7 @@ pub(super) fn agent(
             #view
         }
     };
+    let pinned = pinned(wf, a);
     let run_body = body_call(a);
     let (input_pat, cx_pat) = (&a.input_pat, &a.cx_pat);
     let (plain_pre, plain_post) = (a.plain_pre(), a.plain_post());
@@ -209,6 +264,7 @@ pub(super) fn agent(
             type Input = #input;
             type Next = #name::Next;
             #contract
+            #pinned
             #pre
             #no_post
             #post

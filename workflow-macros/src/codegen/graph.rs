@@ -12,8 +12,11 @@ use crate::model::workflow::Workflow;
 
 use super::{output_ty, tool_effect, tool_fallback, type_text};
 
-fn schema_name(ty: TokenStream) -> TokenStream {
-    quote!(<#ty as ::workflow_core::__private::schemars::JsonSchema>::schema_name)
+/// The function naming `ty`'s schema: its own name, or `role` (`input`,
+/// `lookup.output`) for a type without one (`String`, `Vec<String>`), so
+/// that its file is named for what it is in this workflow.
+fn schema_name(ty: TokenStream, role: &str) -> TokenStream {
+    quote!(|| ::workflow_core::__private::schema_name_or::<#ty>(#role))
 }
 
 pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
@@ -38,7 +41,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let name = a.name.unraw().to_string();
         let ty = &a.input_ty;
         let input = type_text(ty);
-        let input_schema = schema_name(quote!(#ty));
+        let input_schema = schema_name(quote!(#ty), "input");
         let owns = a.args.owns.iter().map(|o| o.unraw().to_string());
         let tools = a.args.tools.iter().map(|t| t.unraw().to_string());
         let timeout = match a.args.timeout_ms.as_ref().and_then(|t| t.get()) {
@@ -78,7 +81,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     };
     let entry_node = node(Target::Agent(r.graph.entry));
     let entry_ty = &entry.input_ty;
-    let entry_schema = schema_name(quote!(#entry_ty));
+    let entry_schema = schema_name(quote!(#entry_ty), "input");
     let start = quote! {
         ::workflow_core::__private::EdgeInfo {
             from: ::workflow_core::__private::Node::Start,
@@ -91,14 +94,14 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
     let edges = r.graph.edges.iter().map(|e| {
         let from = node(Target::Agent(e.from));
         let to = node(e.to);
-        let (ty, text) = match e.to {
+        let (ty, text, role) = match e.to {
             Target::Agent(b) => {
                 let t = &wf.agents[b].input_ty;
-                (quote!(#t), type_text(t))
+                (quote!(#t), type_text(t), "input")
             }
-            Target::End => (output.clone(), output_text.clone()),
+            Target::End => (output.clone(), output_text.clone(), "output"),
         };
-        let schema = schema_name(ty);
+        let schema = schema_name(ty, role);
         let bound = match e.bound {
             Some(b) => quote!(::workflow_core::__private::Option::Some(#b)),
             None => quote!(::workflow_core::__private::Option::None),
@@ -111,7 +114,10 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let name = t.name.unraw().to_string();
         let (i, o) = (&t.input_ty, &t.output_ty);
         let (it, ot) = (type_text(i), type_text(o));
-        let (is, os) = (schema_name(quote!(#i)), schema_name(quote!(#o)));
+        let (is, os) = (
+            schema_name(quote!(#i), &format!("{name}.input")),
+            schema_name(quote!(#o), &format!("{name}.output")),
+        );
         let needs = match &t.needs {
             Some(n) => {
                 let n = n.unraw().to_string();

@@ -84,18 +84,30 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let i = i as u16;
         quote!(#state::#v(_) => #i,)
     });
-    let mut schema_types: Vec<TokenStream> = vec![quote!(#input), output.clone()];
+    // Each type with the name its schema takes when it has none of its own
+    // (see `graph::schema_name`).
+    let mut schema_types: Vec<(TokenStream, String)> = vec![
+        (quote!(#input), "input".into()),
+        (output.clone(), "output".into()),
+    ];
     schema_types.extend(wf.agents.iter().map(|a| {
         let t = &a.input_ty;
-        quote!(#t)
+        (quote!(#t), "input".into())
     }));
     schema_types.extend(wf.tools.iter().flat_map(|t| {
         let (i, o) = (&t.input_ty, &t.output_ty);
-        [quote!(#i), quote!(#o)]
+        let name = t.name.unraw().to_string();
+        [
+            (quote!(#i), format!("{name}.input")),
+            (quote!(#o), format!("{name}.output")),
+        ]
     }));
     if let Some(i) = &wf.invariants {
-        schema_types.push(quote!(#i));
+        schema_types.push((quote!(#i), "invariants".into()));
     }
+    let schema_adds = schema_types
+        .iter()
+        .map(|(ty, role)| quote!(set.add_or::<#ty>(#role);));
     let graph = super::graph::graph(wf, r);
     let entry_name = &entry.name;
     let invariants = wf
@@ -176,7 +188,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
 
             fn schemas(set: &mut ::workflow_core::__private::SchemaSet) {
-                #(set.add::<#schema_types>();)*
+                #(#schema_adds)*
             }
         }
     }

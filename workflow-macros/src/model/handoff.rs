@@ -66,6 +66,16 @@ pub struct ContractField {
     pub ty: Type,
 }
 
+/// A field pinned to a root invariant: `#[pin(root_field)] pub field: T`.
+pub struct Pin {
+    /// The `pin` of the attribute, for spans.
+    pub attr: Ident,
+    /// The handoff's field.
+    pub field: Ident,
+    /// The field of the `#[invariants]` struct it must equal.
+    pub root: Ident,
+}
+
 /// A `#[handoff]` struct.
 pub struct Handoff {
     /// The struct with the part markers removed.
@@ -80,6 +90,8 @@ pub struct Handoff {
     pub contracts: Vec<ContractField>,
     /// `#[contract(..)]` markers written with arguments.
     pub contract_args: Vec<syn::Attribute>,
+    /// The fields pinned to root invariants, in field order.
+    pub pins: Vec<Pin>,
 }
 
 impl Handoff {
@@ -91,6 +103,7 @@ impl Handoff {
                 field.attrs.retain(|a| {
                     !PARTS.iter().any(|p| a.path().is_ident(p.marker))
                         && !a.path().is_ident(CONTRACT_MARKER)
+                        && !a.path().is_ident("pin")
                 });
             }
             cx.error_spanned_by(
@@ -106,10 +119,31 @@ impl Handoff {
         let mut marker_args = Vec::new();
         let mut contracts = Vec::new();
         let mut contract_args = Vec::new();
+        let mut pins = Vec::new();
         for field in named.named.iter_mut() {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            for attr in take_pins(field) {
+                let Some(pin) = attr.path().get_ident().cloned() else {
+                    continue;
+                };
+                match attr.parse_args::<Ident>() {
+                    Ok(root) if pins.iter().all(|p: &Pin| p.field != ident) => pins.push(Pin {
+                        attr: pin,
+                        field: ident.clone(),
+                        root,
+                    }),
+                    Ok(_) => cx.error_spanned_by(
+                        &attr,
+                        "a field is pinned to one root invariant; keep one `#[pin(..)]`",
+                    ),
+                    Err(_) => cx.error_spanned_by(
+                        &attr,
+                        "`#[pin]` names the root invariant this field must equal: `#[pin(tenant)]`",
+                    ),
+                }
+            }
             let mut markers = Vec::new();
             field.attrs.retain(|attr| {
                 if let Some(marker) = attr.path().get_ident()
@@ -155,6 +189,7 @@ impl Handoff {
             marker_args,
             contracts,
             contract_args,
+            pins,
             args: crate::parse::HandoffArgs::default(),
         })
     }
@@ -191,6 +226,15 @@ impl Handoff {
         self.parts.iter().any(|p| p.field == *field)
             || self.contracts.iter().any(|c| c.field == *field)
     }
+}
+
+/// Takes the `#[pin(..)]` attributes off a field.
+fn take_pins(field: &mut syn::Field) -> Vec<syn::Attribute> {
+    let (pins, rest) = std::mem::take(&mut field.attrs)
+        .into_iter()
+        .partition(|a| a.path().is_ident("pin"));
+    field.attrs = rest;
+    pins
 }
 
 /// The serde options a contract part may carry: names only.

@@ -131,9 +131,25 @@ impl Workflow {
         }
         for item in content {
             let item = match item {
-                Item::Struct(mut s) if has_attr(&s.attrs, "handoff") => {
+                Item::Struct(mut s)
+                    if has_attr(&s.attrs, "handoff")
+                        || (!has_attr(&s.attrs, "invariants") && marks_parts(&s)) =>
+                {
                     let mut model = None;
                     let malformed = collect(|cx| {
+                        if !has_attr(&s.attrs, "handoff") {
+                            // Read as the handoff it was meant to be, so
+                            // that this is the one error: not one "cannot
+                            // find attribute" per marker, nor a missing
+                            // `Handoff` impl where it is an agent's input.
+                            cx.error_spanned_by(
+                                &s.ident,
+                                format!(
+                                    "`{}` marks contract parts but is not a `#[handoff]`; add `#[handoff]` above `pub struct {}`",
+                                    s.ident, s.ident
+                                ),
+                            );
+                        }
                         let mut args = HandoffArgs::default();
                         for a in take_attrs(&mut s.attrs, "handoff") {
                             if let syn::Meta::List(list) = &a.meta {
@@ -248,6 +264,18 @@ impl Workflow {
         }
         Some(wf)
     }
+}
+
+/// Whether a struct has a field marked as a contract part (`#[operation]`,
+/// ...) or pinned (`#[pin(..)]`): markers only `#[handoff]` reads.
+fn marks_parts(s: &syn::ItemStruct) -> bool {
+    s.fields.iter().flat_map(|f| &f.attrs).any(|a| {
+        crate::model::handoff::PARTS
+            .iter()
+            .any(|p| a.path().is_ident(p.marker))
+            || a.path().is_ident(crate::model::handoff::CONTRACT_MARKER)
+            || a.path().is_ident("pin")
+    })
 }
 
 /// Why a user item's name clashes with the generated code.
