@@ -82,13 +82,13 @@ pub use run::{
 };
 pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
-    ContractView, Decision, EdgeInfo, Effect, Endpoint, Escalation, Evidence, EvidenceList, Expiry,
-    FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment, Node, OnReject,
-    OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError, RecordedPayload,
-    Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition,
-    StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind,
-    ToolInfo, TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unusable, Usage,
-    Workflow,
+    ContractView, Decision, EdgeInfo, Effect, EmptyOk, Endpoint, Escalation, Evidence,
+    EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph, Handoff, Invariants, Moment,
+    Node, OnReject, OpenQuestions, Operation, OperationPart, Owns, Payload, Receipt, RecordError,
+    RecordedPayload, Reject, RejectReason, Route, RunError, SchemaName, SchemaSet, Scope,
+    StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError,
+    ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition, TurnRecord, Uncertainty,
+    Unusable, Usage, Workflow,
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,
@@ -119,7 +119,7 @@ pub mod prelude {
     pub use crate::drive::{Aborted, Completed, Executor, Step, Suspension};
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::{
-        Budget, Decision, Evidence, Expiry, FailFast, Handoff, Operation, Receipt, Reject,
+        Budget, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation, Receipt, Reject,
         RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,
         TransferView, Uncertainty, Unusable, Usage,
     };

@@ -113,7 +113,9 @@ pub enum ToolErrorKind {
     /// The tool answered with a non-success status (retried under a retry
     /// policy when the status is 429 or 5xx).
     Status(u16),
-    /// The result was empty where a value was expected.
+    /// The result was empty where a value was expected. When "nothing
+    /// found" is a valid answer of a tool, its output type says so:
+    /// [`EmptyOk`](crate::EmptyOk).
     Empty,
     /// The result was incomplete (a page of more, a truncated list).
     Partial,

@@ -12,6 +12,7 @@
 pub mod fixtures;
 
 pub mod contract_parts;
+pub mod empty_ok;
 pub mod enforcement;
 pub mod entry;
 pub mod layers;
