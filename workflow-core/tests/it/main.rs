@@ -11,6 +11,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod agent_view;
 pub mod contract_parts;
 pub mod empty_ok;
 pub mod enforcement;
