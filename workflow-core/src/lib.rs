@@ -71,8 +71,8 @@ mod drive;
 // root; the ledger, the models, tool calls, schemas and metrics have a
 // module each.
 pub use drive::{
-    Aborted, AgentSummary, Completed, Executor, ReplayError, ReplayReport, RunSummary, Session,
-    Step, Suspension,
+    Aborted, AgentSummary, AwaitingDecision, Completed, Event, Events, Executor, Outcome,
+    ReplayError, ReplayReport, RunSummary, Session, Step, Suspension,
 };
 pub use export::{Drift, Manifest, Publication};
 pub use ledger::{Difference, Divergence};
@@ -116,8 +116,15 @@ pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow}
 
 /// Everything a workflow module needs: `use workflow_core::prelude::*;`.
 pub mod prelude {
-    pub use crate::drive::{Aborted, Completed, Executor, Step, Suspension};
+    pub use crate::drive::{
+        Aborted, AwaitingDecision, Completed, Event, Events, Executor, Outcome, Step, Suspension,
+    };
+    // The ledgers, and what every user of one needs: its records and errors.
+    #[cfg(feature = "sqlite")]
+    pub use crate::ledger::SqliteLedger;
+    pub use crate::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering};
     pub use crate::llm::{Model, ModelError, Prompt};
+    pub use crate::spec::Escalation;
     pub use crate::spec::{
         Budget, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation, Receipt, Reject,
         RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,

@@ -19,6 +19,7 @@ pub mod entry;
 pub mod layers;
 pub mod ledger;
 pub mod models;
+pub mod outcome;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;
