@@ -113,9 +113,7 @@ pub enum ToolErrorKind {
     /// The tool answered with a non-success status (retried under a retry
     /// policy when the status is 429 or 5xx).
     Status(u16),
-    /// The result was empty where a value was expected. When "nothing
-    /// found" is a valid answer of a tool, its output type says so:
-    /// [`EmptyOk`](crate::EmptyOk).
+    /// The result was empty where a value was expected.
     Empty,
     /// The result was incomplete (a page of more, a truncated list).
     Partial,
@@ -187,7 +185,8 @@ impl ToolError {
         }
     }
 
-    /// An empty result of `tool`.
+    /// An empty result of `tool`. When "nothing found" is a valid answer
+    /// of a tool, its output type says so: [`EmptyOk`](crate::EmptyOk).
     pub fn empty(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         ToolError::of(tool, ToolErrorKind::Empty, message)
     }
