@@ -27,5 +27,6 @@ pub mod resumed_tool_calls;
 pub mod schema_identity;
 pub mod schemas;
 pub mod session;
+pub mod stream;
 pub mod telemetry;
 pub mod unscoped;
