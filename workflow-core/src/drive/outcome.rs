@@ -108,6 +108,10 @@ impl<O> Outcome<O> {
 
     /// The completed run, or the outcome as an error: the `Result` that
     /// `Executor::run` returns (a suspension is `RunError::Suspended`).
+    #[allow(
+        clippy::result_large_err,
+        reason = "the same `Result` that `Executor::run` returns, by value"
+    )]
     pub fn into_result(self) -> Result<Completed<O>, Aborted> {
         match self {
             Outcome::Completed(done) => Ok(done),

@@ -210,14 +210,34 @@ impl<W: Workflow> Executor<W> {
             let state = W::start(input, &mut run).map(Some);
             let mut session = Session { run, state };
             let started = crate::observe::telemetry::now();
-            let ended = loop {
-                emitter.catch_up(session.transcript());
-                match session.step().await {
-                    Ok(Step::Continue { .. }) => {}
-                    Ok(Step::Finished(output)) => break Ok(output),
-                    Err(error) => break Err(error),
+            // The same `invoke_workflow` span as `Session::finish`.
+            #[cfg(feature = "tracing")]
+            let span = tracing::info_span!(
+                "invoke_workflow",
+                otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
+                gen_ai.operation.name = "invoke_workflow",
+                gen_ai.conversation.id = session.transcript().run_id(),
+                workflow.name = W::GRAPH.name,
+                "error.type" = tracing::field::Empty,
+            );
+            let drive = async {
+                loop {
+                    emitter.catch_up(session.transcript());
+                    match session.step().await {
+                        Ok(Step::Continue { .. }) => {}
+                        Ok(Step::Finished(output)) => break Ok(output),
+                        Err(error) => break Err(error),
+                    }
                 }
             };
+            #[cfg(feature = "tracing")]
+            let ended = tracing::Instrument::instrument(drive, span.clone()).await;
+            #[cfg(not(feature = "tracing"))]
+            let ended = drive.await;
+            #[cfg(feature = "tracing")]
+            if let Err(error) = &ended {
+                span.record("error.type", crate::spec::error_type(error));
+            }
             crate::observe::telemetry::run_ended::<W, _>(started, &ended);
             emitter.catch_up(session.transcript());
             let transcript = session.into_transcript();
