@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use workflow_core::ledger::{Ledger, SqliteLedger, VerifyError};
-use workflow_core::{Decision, RunError};
+use workflow_core::{Decision, Outcome};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -53,16 +53,18 @@ async fn main() {
     let wf = deploy::Workflow::new(staging_root(), FakeCloud::drifted())
         .with_ledger(ledger.clone())
         .with_progress(progress);
-    let run_id = match wf.run(staging_goal()).await {
-        Ok(done) => fail(&format!("the run completed: {:?}", done.output)),
-        Err(aborted) => {
-            print!("{}", aborted.transcript);
-            println!("{}", aborted.error);
-            if !matches!(aborted.error, RunError::Suspended { .. }) {
-                fail("the run was not suspended");
-            }
-            aborted.transcript.run_id()
+    // A suspension is an outcome of its own: the run waits for a person.
+    let run_id = match wf.run_outcome(staging_goal()).await {
+        Outcome::AwaitingDecision(waiting) => {
+            print!("{}", waiting.transcript);
+            println!(
+                "the run waits for a decision on the transfer to `{}`: {}",
+                waiting.agent, waiting.reason
+            );
+            waiting.transcript.run_id()
         }
+        Outcome::Completed(done) => fail(&format!("the run completed: {:?}", done.output)),
+        Outcome::Stopped(aborted) => fail(&format!("the run was not suspended: {aborted}")),
     };
     report_applied(&wf.deps().applied());
     drop(wf);

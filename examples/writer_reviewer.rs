@@ -1,8 +1,10 @@
-//! A writer/reviewer loop whose bound is enforced.
+//! A writer/reviewer loop whose bound is enforced; the last run streamed
+//! as an event log while it goes on.
 //!
 //! Run: `cargo run --example writer_reviewer`
 
 use examples::writer_reviewer::{ScriptedReviewer, review, topic};
+use workflow_core::{Event, Outcome};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -57,5 +59,35 @@ async fn main() {
             }
             println!("stopped by the bound: {}", aborted.error);
         }
+    }
+
+    println!("\n== the first run again, streamed: an event log while it runs ==");
+    let wf = review::Workflow::new(
+        (),
+        ScriptedReviewer {
+            accepts_draft: Some(2),
+        },
+    );
+    let (mut events, run) = wf.run_streaming(topic("seams in agent systems"));
+    // The log reads the events as the run sends them; `join!` drives both.
+    let log = async {
+        while let Some(event) = events.next().await {
+            match event {
+                Event::TurnStarted { hop, agent } => println!("[hop {hop}] {agent} starts"),
+                Event::ToolCall { agent, call, .. } => println!("  {agent} calls {}", call.tool),
+                Event::Transfer(r) => {
+                    println!("  #{} {} -> {} ({})", r.seq, r.from, r.to, r.payload_type)
+                }
+                Event::Receipt { seq, receipt } => println!("  #{seq} {receipt:?}"),
+                Event::Suspended { agent, reason } => println!("suspended at {agent}: {reason}"),
+                Event::Ended { status, .. } => println!("ended: {status}"),
+                other => println!("  {other:?}"),
+            }
+        }
+    };
+    let ((), outcome) = tokio::join!(log, run);
+    if !matches!(outcome, Outcome::Completed(_)) {
+        println!("unexpected: {outcome:?}");
+        std::process::exit(1);
     }
 }

@@ -92,6 +92,34 @@ fn same_payload(x: &LedgerRecord, y: &LedgerRecord) -> bool {
     }
 }
 
+/// The tool calls of the turn that produced `r`, one line each with its
+/// arguments and its result or error, as recorded (`show --tools`).
+fn tool_calls(r: &LedgerRecord) -> Vec<String> {
+    let Some(turn) = &r.turn else {
+        return Vec::new();
+    };
+    turn.tool_calls
+        .iter()
+        .map(|c| {
+            let outcome = match &c.outcome {
+                ToolOutcome::Ok { result, .. } => format!("-> {result}"),
+                ToolOutcome::Failed { error } => {
+                    format!("-> FAILED ({}): {}", error.kind, error.message)
+                }
+            };
+            let attempts = if c.attempts > 1 {
+                format!(" ({} attempts)", c.attempts)
+            } else {
+                String::new()
+            };
+            format!(
+                "    tool #{} {}({}){attempts} {outcome}",
+                c.index, c.tool, c.arguments
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn line(r: &LedgerRecord) -> String {
     let receipt = match &r.receipt {
         Receipt::Pending => "pending".to_owned(),
@@ -183,9 +211,14 @@ pub(crate) fn run(
             }
             Ok(good)
         }
-        Command::Show { run } => {
+        Command::Show { run, tools } => {
             for r in records(&ledger, run)? {
                 say(out, line(&r));
+                if tools {
+                    for call in tool_calls(&r) {
+                        say(out, call);
+                    }
+                }
             }
             Ok(true)
         }

@@ -83,6 +83,10 @@ enum Command {
     Show {
         /// The run id.
         run: u64,
+        /// Also prints each tool call under the record of its turn: its
+        /// arguments and its result (or its error), as recorded.
+        #[arg(long)]
+        tools: bool,
     },
     /// Verifies the hash chain of the given runs (all runs by default);
     /// with `--checkpoint`, also that the ledger still holds every run as

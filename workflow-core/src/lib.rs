@@ -71,24 +71,25 @@ mod drive;
 // root; the ledger, the models, tool calls, schemas and metrics have a
 // module each.
 pub use drive::{
-    Aborted, AgentSummary, Completed, Executor, ReplayError, ReplayReport, RunSummary, Session,
-    Step, Suspension,
+    Aborted, AgentSummary, AwaitingDecision, Completed, Event, Events, Executor, Outcome,
+    ReplayError, ReplayReport, RunSummary, Session, Step, Suspension,
 };
 pub use export::{Drift, Manifest, Publication};
 pub use ledger::{Difference, Divergence};
 pub use run::{
-    Approval, Context, DEFAULT_REPAIRS, Generation, Progress, Returned, Runtime, ToolCall,
-    Transcript,
+    Approval, Context, DEFAULT_REPAIRS, EarlierTurn, Generation, Progress, Returned, Runtime,
+    ToolCall, Transcript,
 };
 pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
-    Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, Endpoint,
-    Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph, Handoff,
-    Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation, OperationPart,
-    Owns, Payload, PayloadError, Receipt, RecordError, RecordedPayload, Reject, RejectReason,
-    Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions, StopWhen, Then,
-    TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind, ToolInfo, TransferRecord,
-    TransferView, Transition, TurnRecord, Uncertainty, Unset, Unusable, Usage, Workflow,
+    Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, EmptyOk,
+    Endpoint, Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph,
+    Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation,
+    OperationPart, Owns, Payload, PayloadError, Receipt, RecordError, RecordedPayload, Reject,
+    RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions,
+    StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind, ToolInfo,
+    TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unset, Unusable, Usage,
+    Workflow,
 };
 pub use spec::{EvidenceSaid, OpenSaid};
 
@@ -117,12 +118,19 @@ pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow}
 
 /// Everything a workflow module needs: `use workflow_core::prelude::*;`.
 pub mod prelude {
-    pub use crate::drive::{Aborted, Completed, Executor, Step, Suspension};
+    pub use crate::drive::{
+        Aborted, AwaitingDecision, Completed, Event, Events, Executor, Outcome, Step, Suspension,
+    };
+    // The ledgers, and what every user of one needs: its records and errors.
+    #[cfg(feature = "sqlite")]
+    pub use crate::ledger::SqliteLedger;
+    pub use crate::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering};
     pub use crate::llm::{Model, ModelError, Prompt};
+    pub use crate::spec::Escalation;
     pub use crate::spec::{
-        Budget, Contract, Decision, Evidence, Expiry, FailFast, Handoff, Operation, Receipt,
-        Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError, ToolErrorKind,
-        TransferView, Uncertainty, Unusable, Usage,
+        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
+        Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
+        ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };
     #[cfg(feature = "macros")]
     pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};

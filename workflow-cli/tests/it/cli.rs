@@ -87,6 +87,32 @@ async fn runs_show_verify_export() {
         "tool calls are shown: {shown}"
     );
 
+    // Without `--tools` no arguments or results; with it, each call's.
+    assert!(!shown.contains("    tool #0"), "{shown}");
+    let out = workflow(&path, &["show", "--tools", &stopped.to_string()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let call = shown
+        .lines()
+        .find(|l| l.starts_with("    tool #0 describe_vpcs("))
+        .unwrap_or_else(|| panic!("the call is shown: {shown}"));
+    assert!(
+        call.contains(r#"describe_vpcs({"page":0})"#),
+        "its arguments: {call}"
+    );
+    assert!(
+        call.contains("-> FAILED (partial result): "),
+        "its error: {call}"
+    );
+    let out = workflow(&path, &["show", "--tools", &done.to_string()]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("    tool #0 describe_vpcs(") && l.contains(r#"-> {"vpcs":["#)),
+        "a result is shown as recorded: {shown}"
+    );
+
     let out = workflow(&path, &["verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert_eq!(text(&out.stdout).matches(": ok").count(), 3);

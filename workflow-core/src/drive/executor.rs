@@ -21,8 +21,8 @@ type ProgressFn = dyn Fn(&crate::run::Progress) + Send + Sync;
 
 /// Runs a workflow: holds the pinned invariants and the dependencies.
 pub struct Executor<W: Workflow> {
-    root: W::Root,
-    deps: W::Deps,
+    pub(crate) root: W::Root,
+    pub(crate) deps: W::Deps,
     max_hops: u32,
     ledger: Option<std::sync::Arc<dyn crate::ledger::Ledger>>,
     budget: Option<Budget>,
@@ -30,7 +30,7 @@ pub struct Executor<W: Workflow> {
     gate: Option<std::sync::Arc<dyn Gate>>,
     tokens: std::sync::Arc<dyn TokenCounter>,
     model: Option<std::sync::Arc<dyn crate::llm::Model>>,
-    progress: Option<std::sync::Arc<ProgressFn>>,
+    pub(crate) progress: Option<std::sync::Arc<ProgressFn>>,
     holder: String,
     lease_ttl: std::time::Duration,
 }
@@ -536,6 +536,15 @@ impl<W: Workflow> Executor<W> {
     /// one, tokio panics when the timeout starts.
     pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
         self.start(input).finish().await
+    }
+
+    /// Runs to the end or to a suspension, and says which as an
+    /// [`Outcome`](crate::Outcome): completed with the output, awaiting a
+    /// person's decision (with the suspension to decide on), or stopped with
+    /// the error. The same run as [`run`](Self::run), where a suspension is
+    /// an `Err`.
+    pub async fn run_outcome(&self, input: W::Input) -> crate::drive::Outcome<W::Output> {
+        self.run(input).await.into()
     }
 
     /// The JSON Schemas of every payload, input, output, contract part and record.

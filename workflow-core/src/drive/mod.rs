@@ -7,6 +7,7 @@ mod executor;
 mod outcome;
 mod replay;
 mod session;
+mod stream;
 mod summary;
 
 pub use escalation::*;
@@ -14,4 +15,5 @@ pub use executor::*;
 pub use outcome::*;
 pub use replay::*;
 pub use session::*;
+pub use stream::*;
 pub use summary::*;

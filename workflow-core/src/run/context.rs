@@ -30,6 +30,12 @@ pub struct Context<'x, W: Workflow, A> {
     /// Where each tool call's outcome is journaled before the agent sees it
     /// (the run's ledger), so that a resumed turn does not repeat it.
     pub(crate) journal: Option<Journal<'x>>,
+    /// The run's hop cap.
+    pub(crate) max_hops: u32,
+    /// When the run's deadline passes (`None`: no deadline).
+    pub(crate) deadline: Option<std::time::Instant>,
+    /// The agent's earlier turns in this run (`None`: none).
+    pub(crate) earlier: Option<Arc<[crate::run::EarlierTurn<W, A>]>>,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -57,6 +63,10 @@ pub(crate) struct RunShared {
     pub(crate) recorded: Option<crate::ledger::RecordedCalls>,
     /// The run's lease: tool calls are journaled under it.
     pub(crate) lease: Option<Arc<crate::ledger::Lease>>,
+    /// Handoffs made over each edge of the graph (by edge index), counted
+    /// for the edges with a loop bound: what an agent reads as the uses it
+    /// has left.
+    pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
 }
 
 /// The log of the current turn.
@@ -235,6 +245,87 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         self.shared.lock().spent()
     }
 
+    /// This agent's earlier turns in this run, oldest first: for each
+    /// transfer it made, the input it worked on and what it handed on
+    /// (typed: [`EarlierTurn::input`](crate::EarlierTurn::input),
+    /// [`EarlierTurn::output_to`](crate::EarlierTurn::output_to)). Empty on
+    /// its first turn. Read from the record, so a resumed run and a replay
+    /// see them too.
+    pub fn earlier_turns(&self) -> &[crate::run::EarlierTurn<W, A>] {
+        self.earlier.as_deref().unwrap_or(&[])
+    }
+
+    /// Agent turns that may still run after this one before the run's hop
+    /// cap (`Executor::with_max_hops`, by default the workflow's `MAX_HOPS`)
+    /// stops it: 0 means a handoff from this turn is rejected at its
+    /// receipt, so this turn should end the run if it can.
+    pub fn hops_left(&self) -> u32 {
+        self.max_hops.saturating_sub(self.hop.saturating_add(1))
+    }
+
+    /// How many more handoffs this agent may make to agent `B` (its
+    /// marker, `B::Agent`) over their bounded edge (`to = [b(max = N)]`):
+    /// `Some(0)` means a `Next` to `B` is rejected as over the loop bound.
+    /// `None` when the edge has no bound (or this agent has no edge to `B`,
+    /// which its `Next` could not take anyway).
+    pub fn uses_left<B: Agent<W>>(&self) -> Option<u32> {
+        self.uses_left_at(|to| to == crate::spec::Node::Agent(B::INDEX))
+    }
+
+    /// [`uses_left`](Self::uses_left) by the receiver's name (`"END"` for
+    /// the end of the run).
+    pub fn uses_left_to(&self, receiver: &str) -> Option<u32> {
+        self.uses_left_at(|to| match to {
+            crate::spec::Node::Agent(i) => agent_name::<W>(i) == receiver,
+            crate::spec::Node::End => receiver == "END",
+            crate::spec::Node::Start => false,
+        })
+    }
+
+    fn uses_left_at(&self, to: impl Fn(crate::spec::Node) -> bool) -> Option<u32> {
+        let from = crate::spec::Node::Agent(A::INDEX);
+        let (i, edge) = W::GRAPH
+            .edges
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.from == from && to(e.to))?;
+        let bound = edge.bound?;
+        let used = self
+            .shared
+            .edge_uses
+            .get(i)
+            .map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
+        Some(bound.saturating_sub(used))
+    }
+
+    /// What is left of the run's budget, this turn's spending included:
+    /// each limit the executor set (`Executor::with_budget`), less what the run
+    /// has spent; a limit not set stays `None`. `None` when the run has no
+    /// budget.
+    pub fn budget_left(&self) -> Option<crate::spec::Budget> {
+        let budget = self.shared.budget?;
+        let spent = self.spent();
+        Some(crate::spec::Budget {
+            tokens: budget
+                .tokens
+                .map(|n| n.saturating_sub(spent.total_tokens())),
+            cost_micros: budget
+                .cost_micros
+                .map(|n| n.saturating_sub(spent.cost_micros)),
+            tool_calls: budget
+                .tool_calls
+                .map(|n| n.saturating_sub(spent.tool_calls)),
+        })
+    }
+
+    /// The time left before the run's deadline (`Executor::with_deadline`)
+    /// passes: zero once it has; `None` when the run has no deadline. A
+    /// turn still running at the deadline is stopped.
+    pub fn time_left(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .map(|at| at.saturating_duration_since(std::time::Instant::now()))
+    }
+
     /// Calls a tool this agent is granted.
     ///
     /// Before the call: the tool's authority must be the one the handoff
@@ -292,6 +383,9 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),
+            max_hops: self.max_hops,
+            deadline: self.deadline,
+            earlier: self.earlier.clone(),
             agent: PhantomData,
         }
     }

@@ -4,6 +4,7 @@
 //! run's `Transcript`.
 
 mod context;
+mod earlier;
 mod generate;
 pub(crate) mod receipt;
 mod runtime;
@@ -11,6 +12,7 @@ mod tool_call;
 mod transcript;
 
 pub use context::*;
+pub use earlier::*;
 pub use generate::*;
 pub use runtime::*;
 pub use tool_call::*;

@@ -64,7 +64,6 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) deps: &'x W::Deps,
     pub(crate) hops: u32,
     pub(super) max_hops: u32,
-    pub(super) edge_uses: Box<[u32]>,
     pub(super) clock: &'static quanta::Clock,
     pub(super) started: u64,
     pub(crate) transcript: Transcript,
@@ -80,6 +79,9 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) turn_input: usize,
     /// Handoffs each agent has returned to their senders.
     pub(super) returns: Box<[u32]>,
+    /// Transfers each agent has made (a person's edit of one not counted):
+    /// an agent with none has no earlier turns to show its context.
+    pub(super) sent_by: Box<[u32]>,
     /// The payload of the last handoff returned to its sender, by edge: the
     /// same bytes sent again are rejected.
     pub(super) returned_payload: Option<(u16, Vec<u8>)>,
@@ -153,7 +155,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             deps,
             hops: 0,
             max_hops: limits.max_hops,
-            edge_uses: vec![0; W::GRAPH.edges.len()].into_boxed_slice(),
             clock: clock(),
             started: clock().raw(),
             transcript: Transcript::new(next_run_id(), W::GRAPH),
@@ -162,12 +163,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             shared: Arc::new(RunShared {
                 budget: limits.budget,
                 model: limits.model.cloned(),
+                edge_uses: W::GRAPH
+                    .edges
+                    .iter()
+                    .map(|_| std::sync::atomic::AtomicU32::new(0))
+                    .collect(),
                 ..RunShared::default()
             }),
             spent: Usage::default(),
             open: Vec::new(),
             turn_input: 0,
             returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
+            sent_by: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
@@ -271,10 +278,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let status = t.entries[i].status;
             let info = &W::GRAPH.edges[edge];
             let overflow = |what: &str| format!("record #{}: the run's {what} overflows", r.seq);
+            if let Node::Agent(from) = info.from
+                && !r.redelivery
+                && let Some(n) = run.sent_by.get_mut(from as usize)
+            {
+                *n = n.checked_add(1).ok_or_else(|| overflow("transfer count"))?;
+            }
             if info.bound.is_some() && !r.redelivery {
-                run.edge_uses[edge] = run.edge_uses[edge]
+                let uses = &run.shared.edge_uses[edge];
+                let next = uses
+                    .load(Ordering::Relaxed)
                     .checked_add(1)
                     .ok_or_else(|| overflow("edge count"))?;
+                uses.store(next, Ordering::Relaxed);
             }
             if let Node::Agent(to) = info.to {
                 if status.ran() {
@@ -345,6 +361,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 ledger,
                 anchor: self.prev_hash.clone(),
             }),
+            max_hops: self.max_hops,
+            deadline: self.limits.deadline_ms.map(|after_ms| {
+                let left = after_ms.saturating_sub(self.elapsed_ms());
+                std::time::Instant::now() + std::time::Duration::from_millis(left)
+            }),
+            earlier: self.earlier_turns::<A>(),
             agent: PhantomData,
         }
     }
@@ -352,11 +374,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Serves `calls` (recorded before) instead of calling the tools again:
     /// set before the run's next turn.
     pub(crate) fn serve_recorded(&mut self, calls: crate::ledger::RecordedCalls) {
+        let edge_uses = self
+            .shared
+            .edge_uses
+            .iter()
+            .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
+            .collect();
         self.shared = Arc::new(RunShared {
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
             recorded: Some(calls),
             lease: self.lease.as_ref().map(|held| held.lease.clone()),
+            edge_uses,
             ..RunShared::default()
         });
     }
@@ -376,9 +405,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             return Err(self.reject_last(reason));
         }
         if let Some(bound) = info.bound {
-            let uses = &mut self.edge_uses[edge as usize];
-            *uses += 1;
-            if *uses > bound {
+            let uses = self
+                .shared
+                .edge_uses
+                .get(edge as usize)
+                .map_or(u32::MAX, |u| {
+                    u.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+                });
+            if uses > bound {
                 return Err(self.reject_last(RejectReason::LoopBound { bound }));
             }
         }
@@ -505,6 +539,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 error: "the run's records exceed 4 GiB of payload bytes".into(),
             });
         };
+        if let Node::Agent(from) = info.from
+            && let Some(n) = self.sent_by.get_mut(from as usize)
+        {
+            *n += 1;
+        }
         t.entries.push(Entry {
             hop: self.hops,
             edge,

@@ -185,7 +185,8 @@ impl ToolError {
         }
     }
 
-    /// An empty result of `tool`.
+    /// An empty result of `tool`. When "nothing found" is a valid answer
+    /// of a tool, its output type says so: [`EmptyOk`](crate::EmptyOk).
     pub fn empty(tool: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         ToolError::of(tool, ToolErrorKind::Empty, message)
     }

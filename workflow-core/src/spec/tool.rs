@@ -179,11 +179,89 @@ impl FailFast for serde_json::Value {
     }
 }
 
+/// A tool output for which "nothing found" is a valid answer: a search with
+/// no hits, a status page with no incidents. Return `EmptyOk<T>` from a
+/// `#[tool]` and an empty `T` (an empty list, map or string, `None`) is a
+/// result, recorded like any other; a partial result or a failure status of
+/// `T` still fails fast.
+///
+/// Fail-fast stays the default: an output type that does not say so is
+/// refused when empty. Saying it is a choice written in the tool's
+/// signature, where a reader sees it.
+///
+/// On the wire and in its schema, `EmptyOk<T>` is `T` itself.
+///
+/// ```
+/// use workflow_core::{EmptyOk, FailFast};
+/// let none: EmptyOk<Vec<String>> = EmptyOk(vec![]);
+/// assert!(none.fail_fast().is_ok());
+/// assert!(Vec::<String>::new().fail_fast().is_err());
+/// assert!(none.is_empty()); // it derefs to the `Vec`
+/// ```
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(transparent)]
+#[schemars(transparent)]
+pub struct EmptyOk<T>(pub T);
+
+impl<T> EmptyOk<T> {
+    /// The value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> From<T> for EmptyOk<T> {
+    fn from(value: T) -> Self {
+        EmptyOk(value)
+    }
+}
+
+impl<T> std::ops::Deref for EmptyOk<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for EmptyOk<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T: FailFast> FailFast for EmptyOk<T> {
+    /// `T`'s rule, but for an empty value, which is accepted.
+    fn fail_fast(&self) -> Result<(), Unusable> {
+        match self.0.fail_fast() {
+            Err(Unusable::Empty(_)) => Ok(()),
+            other => other,
+        }
+    }
+}
+
 impl Unusable {
     /// The typed error of tool `tool` for this result.
     pub fn into_error(self, tool: &'static str) -> ToolError {
         match self {
-            Unusable::Empty(m) => ToolError::empty(tool, m),
+            Unusable::Empty(m) => ToolError::empty(
+                tool,
+                format!(
+                    "{m}; when no result is a valid answer of this tool, return `EmptyOk<..>` from it"
+                ),
+            ),
             Unusable::Partial(m) => ToolError::partial(tool, m),
             Unusable::Status(code, m) => ToolError::status(tool, code, m),
         }

@@ -33,7 +33,7 @@ pub struct Shelf {
 }
 
 impl Shelf {
-    fn seals(&self) -> u32 {
+    pub fn seals(&self) -> u32 {
         self.seals.load(Ordering::SeqCst)
     }
 }
@@ -55,7 +55,7 @@ pub struct Order {
     pub picker: String,
 }
 
-fn order(picker: &str) -> Order {
+pub fn order(picker: &str) -> Order {
     Order {
         tenant: "acme".into(),
         item: "bolt".into(),
@@ -285,7 +285,7 @@ fn root() -> shop::Root {
     }
 }
 
-fn shop() -> (shop::Workflow, Arc<Shelf>) {
+pub fn shop() -> (shop::Workflow, Arc<Shelf>) {
     let shelf = Arc::new(Shelf::default());
     (shop::Workflow::new(root(), shelf.clone()), shelf)
 }

@@ -11,8 +11,10 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod agent_view;
 pub mod checkpoint;
 pub mod contract_parts;
+pub mod empty_ok;
 pub mod enforcement;
 pub mod entry;
 pub mod journal_checked;
@@ -20,6 +22,7 @@ pub mod layers;
 pub mod leases;
 pub mod ledger;
 pub mod models;
+pub mod outcome;
 pub mod payload_limits;
 pub mod pins;
 pub mod protocol;
@@ -30,5 +33,6 @@ pub mod schema_identity;
 pub mod schemas;
 pub mod session;
 pub mod short_contract;
+pub mod stream;
 pub mod telemetry;
 pub mod unscoped;
