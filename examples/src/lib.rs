@@ -10,4 +10,5 @@ pub mod loop_bench;
 pub mod model_triage;
 pub mod payment;
 pub mod relay;
+pub mod ticket_triage;
 pub mod writer_reviewer;

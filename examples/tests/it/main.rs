@@ -17,3 +17,4 @@ pub mod policy_gate;
 pub mod published_schemas;
 pub mod replay;
 pub mod sqlite_ledger;
+pub mod ticket_triage;
