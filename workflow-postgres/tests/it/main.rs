@@ -1,0 +1,2 @@
+//! Tests against a throwaway PostgreSQL cluster.
+
