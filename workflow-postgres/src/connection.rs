@@ -23,7 +23,7 @@ impl Connection {
     pub(crate) fn open(url: &str) -> Result<Self, OpenError> {
         let config: Config = url
             .parse()
-            .map_err(|e: postgres::Error| OpenError::Config(e.to_string()))?;
+            .map_err(|e: postgres::Error| OpenError::Config(describe(&e)))?;
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let (jobs, queue) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
@@ -35,7 +35,7 @@ impl Connection {
                         client
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(describe(&e)));
                         return;
                     }
                 };
@@ -46,7 +46,7 @@ impl Connection {
                         match config.connect(NoTls) {
                             Ok(fresh) => client = fresh,
                             Err(e) => {
-                                job(Err(format!("reconnecting: {e}")));
+                                job(Err(format!("reconnecting: {}", describe(&e))));
                                 continue;
                             }
                         }
@@ -120,4 +120,17 @@ impl Drop for Connection {
             let _ = thread.join();
         }
     }
+}
+
+/// A client error with its causes: the server's own message (severity,
+/// code, text) is the error's source, not its `Display` ("db error").
+pub(crate) fn describe(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -1,11 +1,11 @@
 //! `PostgresLedger`: the `Ledger` methods as SQL.
 
-use workflow_core::tool::ToolCallRecord;
 use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord};
+use workflow_core::tool::ToolCallRecord;
 
 use crate::OpenError;
-use crate::connection::Connection;
-use crate::schema;
+use crate::connection::{Connection, describe};
+use crate::schema::{self, Mode};
 
 /// Records, heads and the tool-call journal in a PostgreSQL database.
 ///
@@ -17,8 +17,12 @@ pub struct PostgresLedger {
     conn: Connection,
 }
 
-fn storage(e: impl std::fmt::Display) -> LedgerError {
-    LedgerError::Storage(format!("PostgreSQL: {e}"))
+fn storage(e: postgres::Error) -> LedgerError {
+    LedgerError::Storage(format!("PostgreSQL: {}", describe(&e)))
+}
+
+fn unencodable(e: serde_json::Error) -> LedgerError {
+    LedgerError::Storage(format!("cannot encode for PostgreSQL: {e}"))
 }
 
 // PostgreSQL has no unsigned integers: run ids are u64 stored bit for bit
@@ -28,7 +32,8 @@ fn id(run_id: u64) -> i64 {
 }
 
 fn seq(value: i64, what: &str) -> Result<u32, LedgerError> {
-    u32::try_from(value).map_err(|_| LedgerError::Corrupt(format!("{what} {value} is out of range")))
+    u32::try_from(value)
+        .map_err(|_| LedgerError::Corrupt(format!("{what} {value} is out of range")))
 }
 
 impl PostgresLedger {
@@ -38,14 +43,29 @@ impl PostgresLedger {
     /// a newer or unknown one is refused and left as it is.
     pub fn connect(url: &str) -> Result<Self, OpenError> {
         let conn = Connection::open(url)?;
-        conn.call(schema::check)?;
+        conn.call(|client| schema::check(client, Mode::Create))?;
+        Ok(PostgresLedger { conn })
+    }
+
+    /// Connects to an existing ledger to read it: nothing is created or
+    /// migrated (a database without a ledger is [`OpenError::NoLedger`], an
+    /// older one [`OpenError::OlderSchema`]), and the session is read-only,
+    /// so every append is refused by the server.
+    pub fn connect_read_only(url: &str) -> Result<Self, OpenError> {
+        let conn = Connection::open(url)?;
+        conn.call(|client| {
+            schema::check(client, Mode::ReadOnly)?;
+            client
+                .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                .map_err(|e| OpenError::Storage(describe(&e)))
+        })?;
         Ok(PostgresLedger { conn })
     }
 }
 
 impl Ledger for PostgresLedger {
     fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(record).map_err(storage)?;
+        let json = serde_json::to_string(record).map_err(unencodable)?;
         let (run_id, record_seq, hash) = (record.run_id, record.seq, record.hash.clone());
         self.conn.call(move |client| {
             let mut tx = client.transaction().map_err(storage)?;
@@ -123,7 +143,7 @@ impl Ledger for PostgresLedger {
         turn_seq: u32,
         call: &ToolCallRecord,
     ) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(call).map_err(storage)?;
+        let json = serde_json::to_string(call).map_err(unencodable)?;
         let index = call.index;
         self.conn.call(move |client| {
             client
@@ -152,7 +172,9 @@ impl Ledger for PostgresLedger {
                     let idx: i64 = row.get(0);
                     let json: &str = row.get(1);
                     serde_json::from_str(json).map_err(|e| {
-                        LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
+                        LedgerError::Corrupt(format!(
+                            "run {run_id} turn #{turn_seq} call {idx}: {e}"
+                        ))
                     })
                 })
                 .collect()

@@ -41,7 +41,9 @@
 //! every [`connect`](PostgresLedger::connect): an empty database is given
 //! the current version, an older one is migrated in one transaction, and a
 //! newer or unknown one is refused with [`OpenError`] naming both versions,
-//! with nothing altered.
+//! with nothing altered. [`PostgresLedger::connect_read_only`] (for
+//! commands that only read) never creates or migrates anything, and its
+//! session refuses writes.
 
 mod connection;
 mod ledger;
@@ -80,6 +82,20 @@ pub enum OpenError {
         /// What was found instead of a known version.
         found: String,
         /// The newest version this library knows.
+        supported: i64,
+    },
+    /// A read-only connection found no ledger in the database.
+    #[error("the database holds no ledger (no workflow_* tables); nothing was changed")]
+    NoLedger,
+    /// A read-only connection found an older schema, which only a
+    /// read-write [`connect`](PostgresLedger::connect) migrates.
+    #[error(
+        "the database holds ledger schema version {found}, older than version {supported}; connect read-write once to migrate it; nothing was changed"
+    )]
+    OlderSchema {
+        /// The version stored in the database.
+        found: i64,
+        /// The version this library writes.
         supported: i64,
     },
     /// A statement failed while the schema was checked or created.

@@ -3,6 +3,7 @@
 use postgres::Client;
 
 use crate::OpenError;
+use crate::connection::describe;
 
 /// The schema version this library writes, and the newest it reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -43,13 +44,23 @@ const TABLES: &[&str] = &["workflow_records", "workflow_heads", "workflow_tool_c
 const LOCK_KEY: i64 = 0x776f_726b_666c_6f77; // "workflow"
 
 fn storage(e: postgres::Error) -> OpenError {
-    OpenError::Storage(e.to_string())
+    OpenError::Storage(describe(&e))
+}
+
+/// What `check` may do to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Create the tables in an empty database, migrate an older one.
+    Create,
+    /// Change nothing: an empty or older database is refused.
+    ReadOnly,
 }
 
 /// Checks the schema version, creating or migrating the tables when the
-/// database is empty or older, in one transaction. A newer or unknown
-/// schema is refused and the transaction rolled back: nothing is altered.
-pub(crate) fn check(client: &mut Client) -> Result<(), OpenError> {
+/// database is empty or older (in [`Mode::Create`]), in one transaction. A
+/// newer or unknown schema is refused and the transaction rolled back:
+/// nothing is altered.
+pub(crate) fn check(client: &mut Client, mode: Mode) -> Result<(), OpenError> {
     let mut tx = client.transaction().map_err(storage)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
         .map_err(storage)?;
@@ -64,14 +75,14 @@ pub(crate) fn check(client: &mut Client) -> Result<(), OpenError> {
         let rows = tx
             .query("SELECT version FROM workflow_schema_version", &[])
             .map_err(|e| OpenError::UnknownSchema {
-                found: format!("an unreadable version table: {e}"),
+                found: format!("an unreadable version table: {}", describe(&e)),
                 supported: SCHEMA_VERSION,
             })?;
         match rows.as_slice() {
             [row] => row
                 .try_get::<_, i64>(0)
                 .map_err(|e| OpenError::UnknownSchema {
-                    found: format!("an unreadable version: {e}"),
+                    found: format!("an unreadable version: {}", describe(&e)),
                     supported: SCHEMA_VERSION,
                 })?,
             rows => {
@@ -114,6 +125,16 @@ pub(crate) fn check(client: &mut Client) -> Result<(), OpenError> {
     }
     if found == SCHEMA_VERSION {
         return Ok(());
+    }
+    if mode == Mode::ReadOnly {
+        return Err(if found == 0 {
+            OpenError::NoLedger
+        } else {
+            OpenError::OlderSchema {
+                found,
+                supported: SCHEMA_VERSION,
+            }
+        });
     }
     for migration in &MIGRATIONS[found as usize..] {
         tx.batch_execute(migration).map_err(storage)?;

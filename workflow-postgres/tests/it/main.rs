@@ -1,2 +1,7 @@
-//! Tests against a throwaway PostgreSQL cluster.
+//! Tests against a throwaway PostgreSQL cluster of their own (`cluster`),
+//! started and stopped by each test.
 
+mod cluster;
+mod harness;
+mod ledger;
+mod schema;
