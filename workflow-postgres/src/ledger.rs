@@ -1,6 +1,9 @@
 //! `PostgresLedger`: the `Ledger` methods as SQL.
 
+use std::sync::Arc;
 use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord};
+
+use postgres::Transaction;
 use workflow_core::tool::ToolCallRecord;
 
 use crate::OpenError;
@@ -14,20 +17,20 @@ use crate::schema::{self, Mode};
 /// the [crate docs](crate)), so it can be used from any tokio runtime or
 /// none; share one behind an `Arc`.
 pub struct PostgresLedger {
-    conn: Connection,
+    pub(crate) conn: Arc<Connection>,
 }
 
-fn storage(e: postgres::Error) -> LedgerError {
+pub(crate) fn storage(e: postgres::Error) -> LedgerError {
     LedgerError::Storage(format!("PostgreSQL: {}", describe(&e)))
 }
 
-fn unencodable(e: serde_json::Error) -> LedgerError {
+pub(crate) fn unencodable(e: serde_json::Error) -> LedgerError {
     LedgerError::Storage(format!("cannot encode for PostgreSQL: {e}"))
 }
 
 // PostgreSQL has no unsigned integers: run ids are u64 stored bit for bit
 // in a BIGINT; sequence numbers and indices are u32, held whole.
-fn id(run_id: u64) -> i64 {
+pub(crate) fn id(run_id: u64) -> i64 {
     run_id as i64
 }
 
@@ -44,7 +47,9 @@ impl PostgresLedger {
     pub fn connect(url: &str) -> Result<Self, OpenError> {
         let conn = Connection::open(url)?;
         conn.call(|client| schema::check(client, Mode::Create))?;
-        Ok(PostgresLedger { conn })
+        Ok(PostgresLedger {
+            conn: Arc::new(conn),
+        })
     }
 
     /// Connects to an existing ledger to read it: nothing is created or
@@ -59,38 +64,15 @@ impl PostgresLedger {
                 .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
                 .map_err(|e| OpenError::Storage(describe(&e)))
         })?;
-        Ok(PostgresLedger { conn })
+        Ok(PostgresLedger {
+            conn: Arc::new(conn),
+        })
     }
 }
 
 impl Ledger for PostgresLedger {
     fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(record).map_err(unencodable)?;
-        let (run_id, record_seq, hash) = (record.run_id, record.seq, record.hash.clone());
-        self.conn.call(move |client| {
-            let mut tx = client.transaction().map_err(storage)?;
-            let inserted = tx
-                .execute(
-                    "INSERT INTO workflow_records (run_id, seq, record) VALUES ($1, $2, $3)
-                     ON CONFLICT DO NOTHING",
-                    &[&id(run_id), &i64::from(record_seq), &json],
-                )
-                .map_err(storage)?;
-            if inserted == 0 {
-                // Dropping the transaction rolls it back.
-                return Err(LedgerError::Duplicate {
-                    run_id,
-                    seq: record_seq,
-                });
-            }
-            tx.execute(
-                "INSERT INTO workflow_heads (run_id, seq, hash) VALUES ($1, $2, $3)
-                 ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash",
-                &[&id(run_id), &i64::from(record_seq), &hash],
-            )
-            .map_err(storage)?;
-            tx.commit().map_err(storage)
-        })
+        append(&self.conn, record, None)
     }
 
     fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError> {
@@ -143,19 +125,7 @@ impl Ledger for PostgresLedger {
         turn_seq: u32,
         call: &ToolCallRecord,
     ) -> Result<(), LedgerError> {
-        let json = serde_json::to_string(call).map_err(unencodable)?;
-        let index = call.index;
-        self.conn.call(move |client| {
-            client
-                .execute(
-                    "INSERT INTO workflow_tool_calls (run_id, turn_seq, idx, call)
-                     VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (run_id, turn_seq, idx) DO UPDATE SET call = EXCLUDED.call",
-                    &[&id(run_id), &i64::from(turn_seq), &i64::from(index), &json],
-                )
-                .map_err(storage)?;
-            Ok(())
-        })
+        append_tool_call(&self.conn, run_id, turn_seq, call, None)
     }
 
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<ToolCallRecord>, LedgerError> {
@@ -180,4 +150,95 @@ impl Ledger for PostgresLedger {
                 .collect()
         })
     }
+}
+
+/// Refuses the write of `tx` when `run_id`'s fencing token is no longer
+/// `token` (another holder claimed the run since). The queue row is locked
+/// (`FOR SHARE`) until the transaction ends, so no claim can slip in
+/// between the check and the commit.
+pub(crate) fn check_token(
+    tx: &mut Transaction<'_>,
+    run_id: u64,
+    token: u64,
+) -> Result<(), LedgerError> {
+    let row = tx
+        .query_opt(
+            "SELECT token FROM workflow_queue WHERE run_id = $1 FOR SHARE",
+            &[&id(run_id)],
+        )
+        .map_err(storage)?;
+    let current = row.map_or(0, |row| row.get::<_, i64>(0) as u64);
+    if current != token {
+        return Err(LedgerError::Fenced {
+            run_id,
+            token,
+            current,
+        });
+    }
+    Ok(())
+}
+
+/// Appends `record` and moves its run's head in one transaction; with a
+/// `fence` token, only while the run's token is still that one.
+pub(crate) fn append(
+    conn: &Connection,
+    record: &LedgerRecord,
+    fence: Option<u64>,
+) -> Result<(), LedgerError> {
+    let json = serde_json::to_string(record).map_err(unencodable)?;
+    let (run_id, record_seq, hash) = (record.run_id, record.seq, record.hash.clone());
+    conn.call(move |client| {
+        let mut tx = client.transaction().map_err(storage)?;
+        if let Some(token) = fence {
+            check_token(&mut tx, run_id, token)?;
+        }
+        let inserted = tx
+            .execute(
+                "INSERT INTO workflow_records (run_id, seq, record) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+                &[&id(run_id), &i64::from(record_seq), &json],
+            )
+            .map_err(storage)?;
+        if inserted == 0 {
+            // Dropping the transaction rolls it back.
+            return Err(LedgerError::Duplicate {
+                run_id,
+                seq: record_seq,
+            });
+        }
+        tx.execute(
+            "INSERT INTO workflow_heads (run_id, seq, hash) VALUES ($1, $2, $3)
+             ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash",
+            &[&id(run_id), &i64::from(record_seq), &hash],
+        )
+        .map_err(storage)?;
+        tx.commit().map_err(storage)
+    })
+}
+
+/// Journals `call`; with a `fence` token, only while the run's token is
+/// still that one.
+pub(crate) fn append_tool_call(
+    conn: &Connection,
+    run_id: u64,
+    turn_seq: u32,
+    call: &ToolCallRecord,
+    fence: Option<u64>,
+) -> Result<(), LedgerError> {
+    let json = serde_json::to_string(call).map_err(unencodable)?;
+    let index = call.index;
+    conn.call(move |client| {
+        let mut tx = client.transaction().map_err(storage)?;
+        if let Some(token) = fence {
+            check_token(&mut tx, run_id, token)?;
+        }
+        tx.execute(
+            "INSERT INTO workflow_tool_calls (run_id, turn_seq, idx, call)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (run_id, turn_seq, idx) DO UPDATE SET call = EXCLUDED.call",
+            &[&id(run_id), &i64::from(turn_seq), &i64::from(index), &json],
+        )
+        .map_err(storage)?;
+        tx.commit().map_err(storage)
+    })
 }

@@ -47,9 +47,11 @@
 
 mod connection;
 mod ledger;
+mod queue;
 mod schema;
 
 pub use ledger::PostgresLedger;
+pub use queue::{FencedLedger, Lease};
 pub use schema::SCHEMA_VERSION;
 
 /// Why a ledger could not be opened.

@@ -6,7 +6,7 @@ use crate::OpenError;
 use crate::connection::describe;
 
 /// The schema version this library writes, and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` takes a database from version `i` to version `i + 1`
 /// (version 0: no ledger tables at all).
@@ -33,11 +33,32 @@ const MIGRATIONS: &[&str] = &[
          call TEXT NOT NULL,
          PRIMARY KEY (run_id, turn_seq, idx)
      );",
+    // 2: the work queue. A run is submitted `queued`; a claim makes it
+    // `claimed` by a holder until `lease_until`, with the next fencing
+    // token; writes under a lease check the token in their transaction.
+    "CREATE TABLE workflow_queue (
+         run_id BIGINT PRIMARY KEY,
+         workflow TEXT NOT NULL,
+         input TEXT NOT NULL,
+         state TEXT NOT NULL DEFAULT 'queued'
+             CHECK (state IN ('queued', 'claimed', 'done')),
+         holder TEXT,
+         token BIGINT NOT NULL DEFAULT 0,
+         lease_until TIMESTAMPTZ,
+         submitted_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+     );
+     CREATE INDEX workflow_queue_claimable
+         ON workflow_queue (submitted_at, run_id) WHERE state <> 'done';",
 ];
 
 /// The tables the migrations create, besides the version table: found
 /// without a version, they are not ours to touch.
-const TABLES: &[&str] = &["workflow_records", "workflow_heads", "workflow_tool_calls"];
+const TABLES: &[&str] = &[
+    "workflow_records",
+    "workflow_heads",
+    "workflow_tool_calls",
+    "workflow_queue",
+];
 
 /// Serializes the check among processes connecting at once
 /// (`pg_advisory_xact_lock`, released with the transaction).

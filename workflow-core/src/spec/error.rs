@@ -335,6 +335,19 @@ pub enum LedgerError {
         /// The sequence number.
         seq: u32,
     },
+    /// A write made under a lease on the run was refused: another holder
+    /// has claimed the run since, with a newer fencing token.
+    #[error(
+        "run {run_id}: the lease with fencing token {token} was superseded by token {current}; this holder no longer owns the run"
+    )]
+    Fenced {
+        /// The run.
+        run_id: u64,
+        /// The token the write was made under.
+        token: u64,
+        /// The run's current token.
+        current: u64,
+    },
 }
 
 /// The `error.type` of a run error (a stable, low-cardinality name).

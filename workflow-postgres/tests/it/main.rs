@@ -4,4 +4,5 @@
 mod cluster;
 mod harness;
 mod ledger;
+mod queue;
 mod schema;

@@ -29,7 +29,7 @@ fn an_empty_database_gets_the_current_version_and_keeps_it() {
     let version = cluster.rows("fresh", "SELECT version FROM workflow_schema_version");
     assert_eq!(version, [[Some(SCHEMA_VERSION.to_string())]]);
     let before = snapshot(&cluster, "fresh");
-    assert_eq!(before.len(), 4, "{before:?}");
+    assert_eq!(before.len(), 5, "{before:?}");
     // Connecting again to a current database changes nothing.
     drop(PostgresLedger::connect(&url).expect("connects again"));
     assert_eq!(snapshot(&cluster, "fresh"), before);
@@ -170,4 +170,46 @@ fn a_read_only_connection_creates_nothing_and_writes_nothing() {
     let refused = reader.append_tool_call(1, 1, &call).expect_err("read-only");
     assert!(refused.to_string().contains("read-only"), "{refused}");
     assert_eq!(snapshot(&cluster, "reader"), before);
+}
+
+/// A database written at version 1 (before the work queue): a read-only
+/// connection refuses it untouched; a read-write one migrates it to the
+/// current version in place, its records kept.
+#[test]
+fn a_version_1_database_is_migrated_and_keeps_its_records() {
+    let cluster = cluster_or_skip!();
+    let url = cluster.database("v1");
+    cluster.sql(
+        "v1",
+        "CREATE TABLE workflow_records (run_id BIGINT NOT NULL, seq BIGINT NOT NULL,
+             record TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+         CREATE TABLE workflow_heads (run_id BIGINT PRIMARY KEY, seq BIGINT NOT NULL,
+             hash TEXT NOT NULL);
+         CREATE TABLE workflow_tool_calls (run_id BIGINT NOT NULL, turn_seq BIGINT NOT NULL,
+             idx BIGINT NOT NULL, call TEXT NOT NULL, PRIMARY KEY (run_id, turn_seq, idx));
+         CREATE TABLE workflow_schema_version (version BIGINT NOT NULL);
+         INSERT INTO workflow_schema_version VALUES (1);
+         INSERT INTO workflow_heads VALUES (5, 0, 'h');",
+    );
+    let before = snapshot(&cluster, "v1");
+    assert_eq!(
+        PostgresLedger::connect_read_only(&url).err(),
+        Some(OpenError::OlderSchema {
+            found: 1,
+            supported: SCHEMA_VERSION
+        })
+    );
+    assert_eq!(snapshot(&cluster, "v1"), before);
+
+    let ledger = PostgresLedger::connect(&url).expect("migrates");
+    use workflow_core::ledger::Ledger;
+    assert_eq!(ledger.head(5).unwrap(), Some((0, "h".to_string())));
+    assert!(
+        ledger.submit(5, "deploy", "{}").unwrap(),
+        "the queue exists"
+    );
+    assert_eq!(
+        cluster.rows("v1", "SELECT version FROM workflow_schema_version"),
+        [[Some(SCHEMA_VERSION.to_string())]]
+    );
 }
