@@ -10,16 +10,43 @@ use workflow_core::{Endpoint, Receipt};
 
 use crate::{BadInput, Command, say};
 
-/// Opens the ledger file at `path`, which must exist (it is never created).
-pub(crate) fn open(path: &Path) -> Result<SqliteLedger, BadInput> {
+/// Opens the ledger at `path`: a `postgres://` (or `postgresql://`) URL,
+/// or a file, which must exist (it is never created).
+pub(crate) fn open(path: &Path) -> Result<Box<dyn Ledger>, BadInput> {
+    if let Some(url) = path
+        .to_str()
+        .filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"))
+    {
+        return open_postgres(url);
+    }
     if !path.is_file() {
         return Err(BadInput(format!("no ledger file at {}", path.display())));
     }
-    SqliteLedger::open(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))
+    SqliteLedger::open(path)
+        .map(|l| Box::new(l) as Box<dyn Ledger>)
+        .map_err(|e| BadInput(format!("{}: {e}", path.display())))
+}
+
+/// A PostgreSQL ledger, read-only: nothing is created or migrated, and the
+/// session refuses writes.
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<Box<dyn Ledger>, BadInput> {
+    workflow_postgres::PostgresLedger::connect_read_only(url)
+        .map(|l| Box::new(l) as Box<dyn Ledger>)
+        .map_err(|e| BadInput(e.to_string()))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_: &str) -> Result<Box<dyn Ledger>, BadInput> {
+    Err(BadInput(
+        "this `workflow` binary was built without PostgreSQL support \
+         (build workflow-cli with its `postgres` feature)"
+            .into(),
+    ))
 }
 
 /// The records of `run`, which must exist.
-pub(crate) fn records(ledger: &SqliteLedger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
+pub(crate) fn records(ledger: &dyn Ledger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
     let records = ledger.records(run).map_err(|e| BadInput(e.to_string()))?;
     if records.is_empty() {
         return Err(BadInput(format!(
@@ -128,7 +155,7 @@ pub(crate) fn run(
         Command::Runs => {
             let runs = ledger.runs().map_err(|e| BadInput(e.to_string()))?;
             for run in runs {
-                let records = records(&ledger, run)?;
+                let records = records(&*ledger, run)?;
                 let workflow = records.first().map_or("?", |r| r.workflow.as_str());
                 say(
                     out,
@@ -142,7 +169,7 @@ pub(crate) fn run(
             Ok(true)
         }
         Command::Show { run } => {
-            for r in records(&ledger, run)? {
+            for r in records(&*ledger, run)? {
                 say(out, line(&r));
             }
             Ok(true)
@@ -156,7 +183,7 @@ pub(crate) fn run(
             let total = runs.len();
             let mut good = true;
             for (i, run) in runs.into_iter().enumerate() {
-                records(&ledger, run)?;
+                records(&*ledger, run)?;
                 match ledger
                     .verify_run(run)
                     .map_err(|e| BadInput(e.to_string()))?
@@ -172,14 +199,14 @@ pub(crate) fn run(
             Ok(good)
         }
         Command::Export { run } => {
-            for r in records(&ledger, run)? {
+            for r in records(&*ledger, run)? {
                 let json = serde_json::to_string(&r).map_err(|e| BadInput(e.to_string()))?;
                 say(out, json);
             }
             Ok(true)
         }
         Command::Diff { a, b } => {
-            let (ra, rb) = (records(&ledger, a)?, records(&ledger, b)?);
+            let (ra, rb) = (records(&*ledger, a)?, records(&*ledger, b)?);
             for (x, y) in ra.iter().zip(&rb) {
                 let same = x.from == y.from
                     && x.to == y.to

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::Path;
 
 use workflow_core::ReplayError;
-use workflow_core::ledger::Ledger;
 
 use crate::ledger_commands::{open, progress, records};
 use crate::{BadInput, KnownWorkflow, say};
@@ -30,7 +29,7 @@ pub(crate) fn replay(
     let (mut replayed, mut identical, mut others) = (0, 0, 0);
     let mut good = true;
     for (i, run) in runs.into_iter().enumerate() {
-        let records = records(&ledger, run)?;
+        let records = records(&*ledger, run)?;
         let recorded_by = records.first().map_or("", |r| r.workflow.as_str());
         if recorded_by != workflow.name() {
             if named {
