@@ -3,7 +3,8 @@
 //! authentication, `pg_ctl stop -m immediate` and the directory removed on
 //! drop (also when the test panics).
 //!
-//! The binaries are found with `pg_config --bindir`, then under
+//! The binaries are found in `WORKFLOW_PG_BINDIR` when it is set (only
+//! there), else with `pg_config --bindir`, then under
 //! `/usr/lib/postgresql/*/bin` (15 first). Run as root (CI, sessions),
 //! `initdb` and `pg_ctl` are run as the `postgres` system user through
 //! `runuser`, since PostgreSQL refuses to run as root. Without binaries a
@@ -51,6 +52,18 @@ pub fn skip(why: &str) {
 
 fn bindir() -> Result<PathBuf, String> {
     let mut candidates = Vec::new();
+    // An explicit folder is the only one tried (another version, or none).
+    if let Some(dir) = std::env::var_os("WORKFLOW_PG_BINDIR") {
+        let dir = PathBuf::from(dir);
+        return if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+            Ok(dir)
+        } else {
+            Err(format!(
+                "no initdb and pg_ctl in WORKFLOW_PG_BINDIR={}",
+                dir.display()
+            ))
+        };
+    }
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
         && out.status.success()
     {
