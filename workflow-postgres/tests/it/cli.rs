@@ -75,6 +75,18 @@ fn runs_show_verify_and_diff_read_a_postgres_ledger_and_write_nothing() {
     let (code, out, _) = workflow(&["--ledger", &url, "diff", &a.to_string(), &b.to_string()]);
     assert_eq!(code, 1, "{out}");
 
+    // The deploy workflow's own command replays them from PostgreSQL.
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = workflow_cli::run_for(
+        ["workflow", "--ledger", &url, "replay"],
+        || deploy::Workflow::new(staging_root(), FakeCloud::one_page()),
+        &mut out,
+        &mut err,
+    );
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 0, "{out}{}", String::from_utf8_lossy(&err));
+    assert_eq!(out.matches("replays identically").count(), 2, "{out}");
+
     // An edit in the database: verify says so, exit 1.
     cluster.sql(
         "cli",

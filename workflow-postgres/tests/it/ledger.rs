@@ -269,3 +269,56 @@ async fn a_cut_payment_resumes_with_its_journaled_charge_served() {
     assert_eq!(shape(&ledger.records(run).unwrap()), expected);
     assert_eq!(ledger.verify_run(run).unwrap(), Ok(()));
 }
+
+/// A run suspended for a person (the drifted VPC breaks `env_pinned` at
+/// terraform's receipt) waits in the database; another executor, on its
+/// own connection as another process would be, finds the suspension there,
+/// and the person's edit carries the run to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_waits_in_the_database_and_a_decision_from_elsewhere_completes_it() {
+    let cluster = cluster_or_skip!();
+    let url = cluster.database("suspended");
+    let first = Arc::new(PostgresLedger::connect(&url).expect("connects"));
+    let escalated = deploy::Workflow::new(staging_root(), FakeCloud::drifted())
+        .with_ledger(first.clone())
+        .run(staging_goal())
+        .await
+        .expect_err("suspended")
+        .transcript
+        .run_id();
+    drop(first);
+
+    let other = Arc::new(PostgresLedger::connect(&url).expect("connects"));
+    let decider =
+        deploy::Workflow::new(staging_root(), FakeCloud::drifted()).with_ledger(other.clone());
+    let suspension = decider
+        .suspension(escalated)
+        .expect("waits in the database");
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&suspension.payload_json().unwrap()).unwrap();
+    plan["vpc_id"] = "vpc-2stag".into();
+    plan["vpc_env"] = "staging".into();
+    decider
+        .decide(
+            &suspension,
+            workflow_core::Decision::Edit {
+                by: "ops@acme".into(),
+                payload: plan,
+            },
+        )
+        .await
+        .expect("completes after the edit");
+    let records = other.records(escalated).unwrap();
+    assert!(
+        records.iter().any(|r| matches!(
+            r.receipt,
+            workflow_core::Receipt::Approved { edited: true, .. }
+        )),
+        "the person's edit is recorded"
+    );
+    assert_eq!(other.verify_run(escalated).unwrap(), Ok(()));
+    assert!(
+        decider.suspension(escalated).is_err(),
+        "no longer waiting for a decision"
+    );
+}
