@@ -73,7 +73,7 @@ pub(crate) fn checkpoint(
     let key = CheckpointKey::from_hex(&read(key, "secret key")?)
         .map_err(|e| BadInput(format!("{}: {e}", key.display())))?;
     let opened = ledger_commands::open(ledger)?;
-    let checkpoint = Checkpoint::take(&opened).map_err(|e| BadInput(e.to_string()))?;
+    let checkpoint = Checkpoint::take(&*opened).map_err(|e| BadInput(e.to_string()))?;
     let signed = checkpoint.sign(&key).map_err(|e| BadInput(e.to_string()))?;
     // Written beside, then renamed: a crash never leaves half a checkpoint.
     let mut partial = path.as_os_str().to_owned();
@@ -123,7 +123,7 @@ pub(crate) fn verify(
     let chains_hold = ledger_commands::run(ledger, plain, out, err)?;
     let opened = ledger_commands::open(ledger)?;
     let findings = trusted
-        .check(&opened)
+        .check(&*opened)
         .map_err(|e| BadInput(e.to_string()))?;
     for finding in &findings {
         say(out, format_args!("checkpoint: {finding}"));

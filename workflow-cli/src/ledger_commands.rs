@@ -12,18 +12,45 @@ use workflow_core::{Endpoint, Receipt};
 
 use crate::{BadInput, Command, say};
 
-/// Opens the ledger file at `path` for reading: it must exist and be a
-/// ledger of a format this library reads; nothing is ever written to it.
-pub(crate) fn open(path: &Path) -> Result<SqliteLedger, BadInput> {
+/// Opens the ledger at `path` for reading: a `postgres://` (or
+/// `postgresql://`) URL, or a file, which must exist and be a ledger of a
+/// format this library reads; nothing is ever written to either.
+pub(crate) fn open(path: &Path) -> Result<Box<dyn Ledger>, BadInput> {
+    if let Some(url) = path
+        .to_str()
+        .filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"))
+    {
+        return open_postgres(url);
+    }
     if !path.is_file() {
         return Err(BadInput(format!("no ledger file at {}", path.display())));
     }
     // Its errors name the file.
-    SqliteLedger::open_read_only(path).map_err(|e| BadInput(e.to_string()))
+    SqliteLedger::open_read_only(path)
+        .map(|l| Box::new(l) as Box<dyn Ledger>)
+        .map_err(|e| BadInput(e.to_string()))
+}
+
+/// A PostgreSQL ledger, read-only: nothing is created or migrated, and the
+/// session refuses writes.
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<Box<dyn Ledger>, BadInput> {
+    workflow_postgres::PostgresLedger::connect_read_only(url)
+        .map(|l| Box::new(l) as Box<dyn Ledger>)
+        .map_err(|e| BadInput(e.to_string()))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_: &str) -> Result<Box<dyn Ledger>, BadInput> {
+    Err(BadInput(
+        "this `workflow` binary was built without PostgreSQL support \
+         (build workflow-cli with its `postgres` feature)"
+            .into(),
+    ))
 }
 
 /// The records of `run`, which must exist and read.
-pub(crate) fn records(ledger: &SqliteLedger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
+pub(crate) fn records(ledger: &dyn Ledger, run: u64) -> Result<Vec<LedgerRecord>, BadInput> {
     let records = ledger.records(run).map_err(|e| BadInput(e.to_string()))?;
     if records.is_empty() {
         let head = ledger.head(run).map_err(|e| BadInput(e.to_string()))?;
@@ -39,7 +66,7 @@ pub(crate) fn records(ledger: &SqliteLedger, run: u64) -> Result<Vec<LedgerRecor
 
 /// What `runs` says about a run: `Ok((workflow, records, status))`, or
 /// `Err` with why the run does not read.
-fn summary(ledger: &SqliteLedger, run: u64) -> Result<Result<String, String>, BadInput> {
+fn summary(ledger: &dyn Ledger, run: u64) -> Result<Result<String, String>, BadInput> {
     match ledger.records(run) {
         Ok(records) if records.is_empty() => {
             let head = ledger.head(run);
@@ -201,7 +228,7 @@ pub(crate) fn run(
             let runs = ledger.runs().map_err(|e| BadInput(e.to_string()))?;
             let mut good = true;
             for run in runs {
-                match summary(&ledger, run)? {
+                match summary(&*ledger, run)? {
                     Ok(summary) => say(out, format_args!("{run}\t{summary}")),
                     Err(why) => {
                         good = false;
@@ -212,7 +239,7 @@ pub(crate) fn run(
             Ok(good)
         }
         Command::Show { run, tools } => {
-            for r in records(&ledger, run)? {
+            for r in records(&*ledger, run)? {
                 say(out, line(&r));
                 if tools {
                     for call in tool_calls(&r) {
@@ -252,14 +279,14 @@ pub(crate) fn run(
             Ok(good)
         }
         Command::Export { run } => {
-            for r in records(&ledger, run)? {
+            for r in records(&*ledger, run)? {
                 let json = serde_json::to_string(&r).map_err(|e| BadInput(e.to_string()))?;
                 say(out, json);
             }
             Ok(true)
         }
         Command::Diff { a, b } => {
-            let (ra, rb) = (records(&ledger, a)?, records(&ledger, b)?);
+            let (ra, rb) = (records(&*ledger, a)?, records(&*ledger, b)?);
             for (x, y) in ra.iter().zip(&rb) {
                 let same = x.from == y.from
                     && x.to == y.to

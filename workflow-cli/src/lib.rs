@@ -67,7 +67,8 @@ pub mod exit {
 #[derive(Parser)]
 #[command(name = "workflow", version)]
 struct Cli {
-    /// The ledger file (an SQLite file written by `SqliteLedger`).
+    /// The ledger: an SQLite file written by `SqliteLedger`, or a
+    /// `postgres://` URL of a `PostgresLedger` (feature `postgres`).
     #[arg(long, short, global = true, default_value = "runs.db")]
     ledger: PathBuf,
     #[command(subcommand)]

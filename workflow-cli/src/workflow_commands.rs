@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use workflow_core::ReplayError;
-use workflow_core::ledger::{Ledger, LedgerError, Tampering, VerifyError};
+use workflow_core::ledger::{LedgerError, Tampering, VerifyError};
 
 use crate::ledger_commands::{open, progress, records};
 use crate::{BadInput, KnownWorkflow, say};
@@ -48,7 +48,7 @@ pub(crate) fn replay(
                     }
                     Err(e) => return Err(BadInput(format!("run {run}: {e}"))),
                     // Written in between: read again.
-                    Ok(()) => records(&ledger, run)?,
+                    Ok(()) => records(&*ledger, run)?,
                 }
             }
             Err(e) => return Err(BadInput(e.to_string())),

@@ -1,0 +1,9 @@
+//! Tests against a throwaway PostgreSQL cluster of their own (`cluster`),
+//! started and stopped by each test.
+
+mod cli;
+mod cluster;
+mod harness;
+mod ledger;
+mod queue;
+mod schema;
