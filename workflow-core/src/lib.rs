@@ -71,8 +71,8 @@ mod drive;
 // root; the ledger, the models, tool calls, schemas and metrics have a
 // module each.
 pub use drive::{
-    Aborted, AgentSummary, AwaitingDecision, Completed, Event, Events, Executor, Outcome,
-    ReplayError, ReplayReport, RunSummary, Session, Step, Suspension,
+    Aborted, AgentSummary, AwaitingDecision, Completed, DEFAULT_LEASE_TTL, Event, Events, Executor,
+    Outcome, ReplayError, ReplayReport, RunSummary, Session, Step, Suspension,
 };
 pub use export::{Drift, Manifest, Publication};
 pub use ledger::{Difference, Divergence};

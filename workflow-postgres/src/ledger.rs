@@ -85,10 +85,15 @@ impl Ledger for PostgresLedger {
                 .map_err(storage)?;
             rows.iter()
                 .map(|row| {
-                    let seq: i64 = row.get(0);
+                    let stored: i64 = row.get(0);
                     let json: &str = row.get(1);
-                    serde_json::from_str(json)
-                        .map_err(|e| LedgerError::Corrupt(format!("run {run_id} #{seq}: {e}")))
+                    let seq = u32::try_from(stored).map_err(|_| LedgerError::CorruptRecord {
+                        run_id,
+                        seq: u32::MAX,
+                        why: format!("its stored sequence number {stored} is not one"),
+                    })?;
+                    // Read strictly and checked against its key, as on SQLite.
+                    LedgerRecord::from_stored(run_id, seq, json)
                 })
                 .collect()
         })
@@ -97,7 +102,12 @@ impl Ledger for PostgresLedger {
     fn runs(&self) -> Result<Vec<u64>, LedgerError> {
         self.conn.call(|client| {
             let rows = client
-                .query("SELECT DISTINCT run_id FROM workflow_records", &[])
+                // From the heads too: a run whose records were all removed
+                // while its head stayed is listed (and does not verify).
+                .query(
+                    "SELECT run_id FROM workflow_records UNION SELECT run_id FROM workflow_heads",
+                    &[],
+                )
                 .map_err(storage)?;
             let mut runs: Vec<u64> = rows.iter().map(|row| row.get::<_, i64>(0) as u64).collect();
             // In u64 order, not in the BIGINT order of the bits.
@@ -141,7 +151,7 @@ impl Ledger for PostgresLedger {
                 .map(|row| {
                     let idx: i64 = row.get(0);
                     let json: &str = row.get(1);
-                    serde_json::from_str(json).map_err(|e| {
+                    JournalEntry::from_stored(json).map_err(|e| {
                         LedgerError::Corrupt(format!(
                             "run {run_id} turn #{turn_seq} call {idx}: {e}"
                         ))

@@ -25,6 +25,23 @@ pub struct JournalEntry {
 }
 
 impl JournalEntry {
+    /// An entry as a ledger stored it (JSON text): an entry with its hash,
+    /// or (written before entries were bound) the bare call, read as an
+    /// entry without a hash. Read strictly: a key given twice or a value
+    /// nested past the depth limit is refused.
+    pub fn from_stored(json: &str) -> Result<JournalEntry, crate::spec::PayloadError> {
+        let value = crate::encode::parse_json(json)?;
+        serde_json::from_value::<JournalEntry>(value.clone()).or_else(|bound| {
+            serde_json::from_value::<ToolCallRecord>(value)
+                .map(|call| JournalEntry {
+                    call,
+                    hash: String::new(),
+                })
+                // The bound form's error: what a ledger written today holds.
+                .map_err(|_| crate::spec::PayloadError::Invalid(bound.to_string()))
+        })
+    }
+
     /// The entry for call `call` of the turn at `turn_seq` of run `run_id`,
     /// where `anchor` is the hash of the record the turn works on (the
     /// record at `turn_seq - 1`).

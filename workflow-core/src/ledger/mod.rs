@@ -140,6 +140,32 @@ impl LedgerRecord {
         hex::encode(h.finalize())
     }
 
+    /// The record a ledger stored as JSON text under run `run_id` and
+    /// sequence number `seq`, read strictly (a key given twice or a value
+    /// nested past [`MAX_PAYLOAD_DEPTH`](crate::MAX_PAYLOAD_DEPTH) is
+    /// refused) and checked against that key, which the hash does not
+    /// cover: a record filed under another run's or another sequence
+    /// number's key would read as a whole chain and then break every
+    /// resume. Every storage reads its records through it.
+    pub fn from_stored(run_id: u64, seq: u32, json: &str) -> Result<LedgerRecord, LedgerError> {
+        let corrupt = |why: String| LedgerError::CorruptRecord { run_id, seq, why };
+        let record: LedgerRecord = crate::encode::from_json_text(json)
+            .map_err(|e| corrupt(format!("it is not a record: {e}")))?;
+        if record.run_id != run_id {
+            return Err(corrupt(format!(
+                "it is stored in run {run_id} but carries run {}",
+                record.run_id
+            )));
+        }
+        if record.seq != seq {
+            return Err(corrupt(format!(
+                "it is stored as #{seq} but carries #{}",
+                record.seq
+            )));
+        }
+        Ok(record)
+    }
+
     /// The payload's canonical bytes.
     pub fn payload_bytes(&self) -> Result<Vec<u8>, LedgerError> {
         hex::decode(&self.payload)

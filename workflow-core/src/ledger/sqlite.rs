@@ -394,7 +394,7 @@ impl Ledger for SqliteLedger {
         let mut calls = Vec::new();
         for row in rows {
             let (idx, json) = row.map_err(storage)?;
-            let entry = journal_entry(&json).map_err(|e| {
+            let entry = JournalEntry::from_stored(&json).map_err(|e| {
                 LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
             })?;
             calls.push(entry);
@@ -421,25 +421,8 @@ fn stored_record(
         seq: u32::try_from(position).unwrap_or(u32::MAX),
         why: format!("its stored sequence number {why}"),
     })?;
-    let corrupt = |why: String| LedgerError::CorruptRecord { run_id, seq, why };
-    let json = text_of(&json).map_err(corrupt)?;
-    let record: LedgerRecord = crate::encode::from_json_text(&json)
-        .map_err(|e| corrupt(format!("it is not a record: {e}")))?;
-    // The row's key is not hashed: a record filed under another run's key
-    // is found here, not on resume.
-    if record.run_id != run_id {
-        return Err(corrupt(format!(
-            "it is stored in run {run_id} but carries run {}",
-            record.run_id
-        )));
-    }
-    if record.seq != seq {
-        return Err(corrupt(format!(
-            "it is stored as #{seq} but carries #{}",
-            record.seq
-        )));
-    }
-    Ok(record)
+    let json = text_of(&json).map_err(|why| LedgerError::CorruptRecord { run_id, seq, why })?;
+    LedgerRecord::from_stored(run_id, seq, &json)
 }
 
 /// A sequence number as stored: an integer from 0 to `u32::MAX`.
@@ -468,21 +451,4 @@ fn kind(value: &Value) -> &'static str {
         Value::Text(_) => "text",
         Value::Blob(_) => "a blob",
     }
-}
-
-/// A stored journal entry: an entry with its hash, or (written before
-/// entries were bound) the bare call, read as an entry without a hash.
-fn journal_entry(json: &str) -> Result<JournalEntry, crate::spec::PayloadError> {
-    // Parsed once, refusing a key given twice and a value nested past the
-    // limit, then read as either form.
-    let value = crate::encode::parse_json(json)?;
-    serde_json::from_value::<JournalEntry>(value.clone()).or_else(|bound| {
-        serde_json::from_value::<ToolCallRecord>(value)
-            .map(|call| JournalEntry {
-                call,
-                hash: String::new(),
-            })
-            // The bound form's error: what a file written today should be.
-            .map_err(|_| crate::spec::PayloadError::Invalid(bound.to_string()))
-    })
 }

@@ -144,7 +144,27 @@ fn edited_removed_and_cut_records_in_the_database_are_found() {
         "tamper",
         &format!("UPDATE workflow_records SET record = '{{' WHERE run_id = {id} AND seq = 2"),
     );
-    assert!(matches!(ledger.records(run), Err(LedgerError::Corrupt(m)) if m.contains("#2")));
+    assert!(matches!(
+        ledger.records(run),
+        Err(LedgerError::CorruptRecord { seq: 2, .. })
+    ));
+    // A key given twice in a stored record is refused, not read with the
+    // last value (as on SQLite).
+    cluster.sql(
+        "tamper",
+        &format!(
+            "UPDATE workflow_records SET record = '{}' WHERE run_id = {id} AND seq = 2",
+            serde_json::to_string(&records[2])
+                .unwrap()
+                .replacen("{", "{\"hop\":0,", 1)
+                .replace('\'', "''")
+        ),
+    );
+    let twice = ledger.records(run);
+    assert!(
+        matches!(&twice, Err(LedgerError::CorruptRecord { seq: 2, why, .. }) if why.contains("twice")),
+        "{twice:?}"
+    );
 
     // The last record removed: the head, kept apart, says it is missing.
     cluster.sql(
