@@ -15,7 +15,6 @@ pub use format::{LEDGER_APPLICATION_ID, LEDGER_FORMAT};
 
 use super::{JournalEntry, Lease, LeaseRow, Ledger, LedgerError, LedgerRecord};
 use super::{decide_claim, decide_write, now_ms, same_run};
-use crate::spec::ToolCallRecord;
 
 /// Records in an embedded SQLite file (bundled SQLite: nothing to
 /// install). Each append is one transaction, committed before it returns
