@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use workflow_core::Endpoint;
 use workflow_core::ledger::{GENESIS, Ledger, LedgerRecord, MemoryLedger, Tampering, VerifyError};
+use workflow_core::prelude::*;
 use workflow_core::{Difference, RunError};
 
 use crate::pins::desk;
@@ -195,4 +196,45 @@ async fn replaying_under_another_root_reports_a_root_divergence() {
     let old = rechained(old);
     let report = desk_for("acme", &ledger).replay(&old).await.unwrap();
     assert_eq!(report.divergence, None);
+}
+
+/// Root invariants JSON cannot hold: a map whose keys are not strings.
+#[workflow(entry = only, output = u32)]
+pub mod unrecordable {
+    use workflow_core::prelude::*;
+
+    /// Limits by (region, zone): not a JSON object's keys.
+    #[invariants]
+    pub struct Root {
+        /// The limits.
+        pub limits: std::collections::BTreeMap<(u8, u8), u32>,
+    }
+
+    #[agent(to = [END])]
+    async fn only(n: u32, _cx: only::Context<'_>) -> Result<only::Next, Reject> {
+        Ok(only::Next::End(n))
+    }
+}
+
+#[tokio::test]
+async fn a_root_that_does_not_serialize_stops_the_run_before_its_first_record() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let root = unrecordable::Root {
+        limits: [((1, 2), 3)].into(),
+    };
+    let aborted = unrecordable::Workflow::new(root, ())
+        .with_ledger(ledger.clone())
+        .run(7)
+        .await
+        .expect_err("the root cannot be recorded");
+    assert!(
+        matches!(&aborted.error, RunError::RootUnrecordable(why) if why.contains("key must be a string")),
+        "{:?}",
+        aborted.error
+    );
+    assert_eq!(
+        ledger.runs().unwrap(),
+        Vec::<u64>::new(),
+        "nothing recorded"
+    );
 }
