@@ -207,6 +207,16 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
     )
 }
 
+/// The line `show` prints first: the root invariants the run was pinned
+/// to, as its first record carries them.
+fn root_line(first: Option<&LedgerRecord>) -> String {
+    match first.and_then(|r| r.root.as_deref()) {
+        Some(root) => format!("root {root}"),
+        None => "root (not recorded: pinned to nothing, or written before roots were recorded)"
+            .to_owned(),
+    }
+}
+
 /// Progress every 100 runs of a long operation, on standard error.
 pub(crate) fn progress(err: &mut dyn Write, done: usize, total: usize, what: &str) {
     if total > 100 && done.is_multiple_of(100) {
@@ -239,7 +249,10 @@ pub(crate) fn run(
             Ok(good)
         }
         Command::Show { run, tools } => {
-            for r in records(&*ledger, run)? {
+            let records = records(&*ledger, run)?;
+            // The run's header first: the root invariants it was pinned to.
+            say(out, root_line(records.first()));
+            for r in records {
                 say(out, line(&r));
                 if tools {
                     for call in tool_calls(&r) {

@@ -365,6 +365,7 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
         turn: None,
         trace_id: String::new(),
         span_id: String::new(),
+        root: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

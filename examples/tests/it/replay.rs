@@ -86,8 +86,8 @@ async fn the_main_example_runs_replay_identically() {
     }
     assert!(replayer.deps().applied().is_empty(), "no tool was called");
 
-    // Under a root pinned to production, the same records part at the
-    // network agent's receipt: the planner's task breaks `env_pinned`.
+    // Under a root pinned to production, the same records part at once:
+    // the run's first record holds the root it was pinned to (staging).
     let production = deploy::Root {
         allowed_env: examples::deploy_workflow::Env::Production,
         ..staging_root()
@@ -97,8 +97,9 @@ async fn the_main_example_runs_replay_identically() {
         .await
         .expect("replays");
     let d = report.divergence.expect("diverges");
-    assert_eq!((d.seq, &d.difference), (1, &Difference::Receipt), "{d}");
-    assert!(d.replayed.as_deref().unwrap().contains("env_pinned"), "{d}");
+    assert_eq!((d.seq, &d.difference), (0, &Difference::Root), "{d}");
+    assert!(d.recorded.as_deref().unwrap().contains("staging"), "{d}");
+    assert!(d.replayed.as_deref().unwrap().contains("production"), "{d}");
 
     // The deploy workflow's own `workflow` command replays the file too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_workflow_deploy"))

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
-use workflow_core::ledger::SqliteLedger;
+use workflow_core::ledger::{Ledger, SqliteLedger};
 
 use crate::fixtures::{Scratch, scratch};
 
@@ -74,6 +74,11 @@ async fn runs_show_verify_export() {
     let out = workflow(&path, &["show", &stopped.to_string()]);
     assert!(out.status.success());
     let shown = text(&out.stdout);
+    assert_eq!(
+        shown.lines().next(),
+        Some(r#"root {"allowed_env":"staging","max_changed_routes":5,"tenant":"acme"}"#),
+        "the run's pinned root comes first: {shown}"
+    );
     assert!(
         shown.contains("#2 hop 2 planner -> network [TURN FAILED: agent `network`: tool `describe_vpcs` failed (partial result)"),
         "{shown}"
@@ -191,4 +196,38 @@ async fn an_unknown_run_exits_with_2() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[tokio::test]
+async fn show_says_when_a_run_recorded_no_root() {
+    let (dir, path, _, done, _) = ledger("no-root").await;
+    // The same run as a ledger written before roots were recorded holds it.
+    let recorded = SqliteLedger::open(&path).expect("opens");
+    let mut records = recorded.records(done).expect("the records");
+    assert!(records[0].root.is_some());
+    records[0].root = None;
+    let old_path = dir.join("old.db");
+    let old = SqliteLedger::open(&old_path).expect("opens");
+    let mut prev = workflow_core::ledger::GENESIS.to_owned();
+    for r in &mut records {
+        r.prev_hash = prev;
+        r.hash = r.compute_hash();
+        prev = r.hash.clone();
+        old.append(r).expect("appends");
+    }
+    drop(old);
+
+    let out = workflow(&old_path, &["show", &done.to_string()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(
+        shown
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("root (not recorded")),
+        "{shown}"
+    );
+    assert_eq!(shown.lines().filter(|l| l.starts_with('#')).count(), 4);
+    let out = workflow(&old_path, &["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }

@@ -102,8 +102,9 @@ fn every_run_of_the_main_example_replays_identically() {
 #[test]
 fn a_divergence_exits_with_1_and_names_the_transition() {
     let (_dir, path, runs) = ledger("diverge");
-    // Replayed under a root pinned to production: the planner's task breaks
-    // `env_pinned` at the network agent's receipt, transition #1.
+    // Replayed under a root pinned to production: the run was pinned to
+    // staging (its first record holds the root), so the replay parts at
+    // transition #0, naming both roots, before any agent works.
     let production = || deploy::Root {
         allowed_env: Env::Production,
         ..staging_root()
@@ -113,11 +114,10 @@ fn a_divergence_exits_with_1_and_names_the_transition() {
     assert_eq!(code, exit::DIFFERENT, "{out}{err}");
     assert!(
         out.starts_with(&format!(
-            "run {run} diverges at transition #1: the receipt differs\n  recorded: {{\"status\":\"accepted\"}}\n  replayed: {{\"status\":\"rejected\""
+            "run {run} diverges at transition #0: the pinned root invariants differ\n  recorded: {{\"allowed_env\":\"staging\",\"max_changed_routes\":5,\"tenant\":\"acme\"}}\n  replayed: {{\"allowed_env\":\"production\""
         )),
         "{out}"
     );
-    assert!(out.contains("env_pinned"), "{out}");
 }
 
 #[test]

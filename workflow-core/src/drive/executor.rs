@@ -347,6 +347,32 @@ impl<W: Workflow> Executor<W> {
         }
     }
 
+    /// Checks that this executor holds the root run `run_id` was pinned to
+    /// (recorded on its first record): `RunError::RootDiffers`, naming
+    /// both, when it does not. A run recorded without a root (written before
+    /// roots were recorded, or pinned to `()`) is carried on under this
+    /// executor's root.
+    fn check_root(
+        &self,
+        run_id: u64,
+        records: &[crate::ledger::LedgerRecord],
+    ) -> Result<(), RunError> {
+        let Some(recorded) = records.first().and_then(|r| r.root.as_deref()) else {
+            return Ok(());
+        };
+        let held = crate::spec::pinned_root(&self.root)
+            .map_err(RunError::RootUnrecordable)?
+            .unwrap_or_else(|| "null".to_owned());
+        if crate::spec::same_root(recorded, &held) {
+            return Ok(());
+        }
+        Err(RunError::RootDiffers {
+            run_id,
+            recorded: recorded.to_owned(),
+            held,
+        })
+    }
+
     /// Rebuilds run `run_id` from its verified `records` and carries it on
     /// (with a person's decision when it is suspended).
     async fn carry_on<'a>(
@@ -361,6 +387,10 @@ impl<W: Workflow> Executor<W> {
             error: RunError::Resume(error),
             transcript: Transcript::new(run_id, W::GRAPH),
         };
+        self.check_root(run_id, records).map_err(|error| Aborted {
+            error,
+            transcript: Transcript::new(run_id, W::GRAPH),
+        })?;
         let mut run = Runtime::<W>::restored(
             &self.root,
             &self.deps,

@@ -25,6 +25,9 @@ pub struct Divergence {
 #[serde(tag = "what", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Difference {
+    /// The root invariants: the replaying executor holds another root than
+    /// the one the run was pinned to (recorded on its first record).
+    Root,
     /// The sender or the receiver.
     Route,
     /// The payload's type.
@@ -58,6 +61,7 @@ pub enum Difference {
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Difference::Root => f.write_str("the pinned root invariants differ"),
             Difference::Route => f.write_str("the sender or receiver differs"),
             Difference::PayloadType => f.write_str("the payload type differs"),
             Difference::Redelivery => f.write_str("one is a redelivery, the other is not"),

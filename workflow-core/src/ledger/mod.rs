@@ -87,6 +87,14 @@ pub struct LedgerRecord {
     /// by `Executor::run`; empty when `trace_id` is.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub span_id: String,
+    /// The root invariants the run was pinned to, as JSON text: on the
+    /// run's first record (`#0`, `START ->`) only, committed before any
+    /// agent works, so the run's header is covered by the hash chain. Absent
+    /// on every other record, for a root with nothing to record (`()`), and
+    /// in ledgers written before it existed (which hash and verify as
+    /// before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -136,6 +144,12 @@ impl LedgerRecord {
         if !self.trace_id.is_empty() || !self.span_id.is_empty() {
             field(self.trace_id.as_bytes());
             field(self.span_id.as_bytes());
+        }
+        // The pinned root came later too: hashed only when recorded, tagged
+        // so that it can never read as a trace link.
+        if let Some(root) = &self.root {
+            field(b"root");
+            field(root.as_bytes());
         }
         hex::encode(h.finalize())
     }

@@ -97,6 +97,9 @@ pub struct Runtime<'x, W: Workflow> {
     /// The run's lease while the run is worked on (with a ledger): every
     /// commit is made under it; released when the runtime is dropped.
     pub(super) lease: Option<crate::ledger::LeaseGuard<'x>>,
+    /// Why the root invariants cannot be recorded (they do not serialize):
+    /// the first commit to a ledger fails with it.
+    root_error: Option<String>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -181,6 +184,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
+            root_error: None,
+        }
+    }
+
+    /// Pins the run's root: the transcript carries the root invariants' JSON
+    /// for the run's first record (its header, covered by the hash chain).
+    pub(crate) fn pin_root(&mut self) {
+        match crate::spec::pinned_root(self.root) {
+            Ok(root) => self.transcript.root = root,
+            Err(e) => self.root_error = Some(e),
         }
     }
 
@@ -188,6 +201,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// has a ledger.
     pub(crate) fn fresh(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
         let mut run = Runtime::new(root, deps, limits);
+        run.pin_root();
         if let Some(ledger) = limits.ledger {
             let lease = crate::ledger::Lease::fresh(
                 run.transcript.run_id,
@@ -239,6 +253,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             },
         );
         run.transcript = Transcript::new(run_id, W::GRAPH);
+        // The root the run was pinned to stays in its header (the caller
+        // checked that this executor holds the same).
+        run.transcript.root = records.first().and_then(|r| r.root.clone());
         if let Some(lease) = lease {
             run.hold(lease);
         }
@@ -321,6 +338,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         let i = self.transcript.len().saturating_sub(1);
         let prev = if i == 0 {
+            if let Some(error) = &self.root_error {
+                return Err(RunError::RootUnrecordable(error.clone()));
+            }
             crate::ledger::GENESIS
         } else {
             &self.prev_hash

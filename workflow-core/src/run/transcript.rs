@@ -51,6 +51,10 @@ pub struct Transcript {
     /// (the transfer out of the turn; for a turn that stopped the run, the
     /// entry after the last one).
     pub(crate) turns: Vec<(u32, TurnRecord)>,
+    /// The root invariants the run is pinned to, as JSON text: recorded on
+    /// its first record (`None` for a root with nothing to record, or a run
+    /// resumed from records written before roots were recorded).
+    pub(crate) root: Option<String>,
 }
 
 impl Transcript {
@@ -62,7 +66,15 @@ impl Transcript {
             bytes: Vec::with_capacity(4096),
             notes: Vec::new(),
             turns: Vec::new(),
+            root: None,
         }
+    }
+
+    /// The root invariants the run is pinned to, as the JSON text its first
+    /// record carries (`None` when there is nothing to record: a `()` root,
+    /// or a run resumed from a ledger written before roots were recorded).
+    pub fn root(&self) -> Option<&str> {
+        self.root.as_deref()
     }
 
     /// The run's id.
@@ -152,6 +164,8 @@ impl Transcript {
             turn: self.turn(i).cloned(),
             trace_id,
             span_id,
+            // The run's header: its pinned root, on its first record only.
+            root: if i == 0 { self.root.clone() } else { None },
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };

@@ -309,6 +309,25 @@ pub enum RunError {
     /// A run could not be resumed from its records.
     #[error("the run cannot be resumed: {0}")]
     Resume(String),
+    /// The run was pinned to other root invariants than the executor that
+    /// would carry it on (resume, decide) holds: refused before anything
+    /// runs or is recorded. Build the executor with the recorded root.
+    #[error(
+        "run {run_id} cannot be carried on under another root: it was pinned to {recorded}, \
+         this executor holds {held}; build the executor with the recorded root"
+    )]
+    RootDiffers {
+        /// The run.
+        run_id: u64,
+        /// The root recorded on the run's first record, as JSON text.
+        recorded: String,
+        /// The executor's root, as JSON text (`null` for nothing to record).
+        held: String,
+    },
+    /// The root invariants do not serialize, so a run with a ledger cannot
+    /// record what it is pinned to: stopped before its first record.
+    #[error("the root invariants cannot be recorded: {0}")]
+    RootUnrecordable(String),
     /// A journaled tool call of the run is not what was journaled (edited,
     /// removed, reordered, moved from elsewhere, or not the call its turn's
     /// record holds): the run is not resumed, so that a forged outcome is
@@ -489,6 +508,8 @@ pub(crate) fn error_type(error: &RunError) -> &'static str {
         RunError::Ledger(_) => "ledger",
         RunError::Protocol(_) => "protocol",
         RunError::Resume(_) => "resume",
+        RunError::RootDiffers { .. } => "root_differs",
+        RunError::RootUnrecordable(_) => "root_unrecordable",
         RunError::Journal(_) => "journal",
         RunError::Unreadable { .. } => "unreadable",
         RunError::Interrupted => "interrupted",

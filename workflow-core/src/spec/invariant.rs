@@ -51,6 +51,32 @@ pub trait Invariants: Send + Sync + 'static {
 
 impl Invariants for () {}
 
+/// The root invariants as a run records them on its first record: their
+/// JSON text, `None` when there is nothing to record (`()`, or a root whose
+/// `to_json` gives `null`), the serializer's message when they do not
+/// serialize.
+pub(crate) fn pinned_root<R: Invariants + ?Sized>(root: &R) -> Result<Option<String>, String> {
+    match root.to_json()? {
+        serde_json::Value::Null => Ok(None),
+        value => serde_json::to_string(&value)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Whether two recorded roots are the same invariants: compared as JSON
+/// values (key order and spacing do not count), as text when one does not
+/// parse.
+pub(crate) fn same_root(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<serde_json::Value>(a),
+        serde_json::from_str::<serde_json::Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// A check the executor runs on every transfer, after the receiver's own
 /// receipt checks: a Rego policy (`workflow_rego::Policy`), or your own hook.
 ///

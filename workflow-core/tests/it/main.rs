@@ -24,6 +24,7 @@ pub mod ledger;
 pub mod models;
 pub mod outcome;
 pub mod payload_limits;
+pub mod pinned_root;
 pub mod pins;
 pub mod protocol;
 pub mod receipts;

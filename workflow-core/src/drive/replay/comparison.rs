@@ -41,6 +41,15 @@ fn compare(recorded: &LedgerRecord, replayed: &LedgerRecord) -> Option<Divergenc
             replayed: Some(replayed),
         })
     };
+    // The run's header first: a run recorded with its root is replayed
+    // under the same root, or the replay reports it (a recording made
+    // before roots were recorded has none to compare).
+    if let Some(pinned) = &recorded.root {
+        let held = replayed.root.as_deref().unwrap_or("null");
+        if !crate::spec::same_root(pinned, held) {
+            return at(Difference::Root, pinned.clone(), held.to_owned());
+        }
+    }
     let route = |r: &LedgerRecord| {
         serde_json::json!({ "from": r.from.to_string(), "to": r.to.to_string() }).to_string()
     };

@@ -45,7 +45,8 @@ impl<W: Workflow> Executor<W> {
     /// Deterministic when the agents are functions of their input, the
     /// pinned root and their tools' results (a clock an agent reads is not
     /// recorded). Build the executor with the root the run was recorded
-    /// with: the root is not part of the record.
+    /// with: the root is recorded on the run's first record, and a replay
+    /// under another root reports `Difference::Root` at transition `#0`.
     pub async fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError> {
         let first = records.first().ok_or(ReplayError::NoRecords)?;
         let run_id = first.run_id;
@@ -98,6 +99,9 @@ impl<W: Workflow> Executor<W> {
             },
         );
         run.transcript = Transcript::new(run_id, W::GRAPH);
+        // The replay is pinned to this executor's root; its first record is
+        // compared with the recorded header.
+        run.pin_root();
         run.serve_recorded(RecordedCalls::replaying(
             records,
             first_divergence.clone(),
