@@ -157,6 +157,14 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
         Receipt::Approved { by, edited } => {
             format!("approved by {by}{}", if *edited { ", edited" } else { "" })
         }
+        Receipt::Audited { reasons } => format!(
+            "AUDIT: {}",
+            reasons
+                .iter()
+                .map(|r| format!("would reject: {r}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         // A receipt of a newer version of the library.
         other => format!("{other:?}"),
     };

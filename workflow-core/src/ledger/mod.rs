@@ -87,6 +87,12 @@ pub struct LedgerRecord {
     /// by `Executor::run`; empty when `trace_id` is.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub span_id: String,
+    /// The executor's mode when the record was written: absent for
+    /// [`Mode::Enforce`](crate::Mode::Enforce) (records written before audit
+    /// mode existed read and hash the same), `audit` in every record of an
+    /// audited run.
+    #[serde(default, skip_serializing_if = "crate::spec::Mode::is_enforce")]
+    pub mode: crate::spec::Mode,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -136,6 +142,10 @@ impl LedgerRecord {
         if !self.trace_id.is_empty() || !self.span_id.is_empty() {
             field(self.trace_id.as_bytes());
             field(self.span_id.as_bytes());
+        }
+        // Hashed only when not the default: enforced records hash as before.
+        if self.mode == crate::spec::Mode::Audit {
+            field(b"mode=audit");
         }
         hex::encode(h.finalize())
     }

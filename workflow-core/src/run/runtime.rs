@@ -40,6 +40,8 @@ pub(crate) struct Limits<'x> {
     /// renews their lease.
     pub(crate) holder: &'x str,
     pub(crate) lease_ttl_ms: u64,
+    /// Whether failed checks stop transfers or are only recorded.
+    pub(crate) mode: crate::spec::Mode,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -97,6 +99,9 @@ pub struct Runtime<'x, W: Workflow> {
     /// The run's lease while the run is worked on (with a ledger): every
     /// commit is made under it; released when the runtime is dropped.
     pub(super) lease: Option<crate::ledger::LeaseGuard<'x>>,
+    /// Audit mode: the failed checks found so far on the last transfer,
+    /// recorded in its receipt when it is let through.
+    pub(super) audited: Vec<RejectReason>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -181,6 +186,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
+            audited: Vec::new(),
         }
     }
 
@@ -402,7 +408,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
         if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         if let Some(bound) = info.bound {
             let uses = self
@@ -417,7 +423,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
-            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+            self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
         Ok(())
     }
@@ -434,7 +440,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
         if let Some(reason) = self.record(edge, info, output, Status::Pending)? {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         if contract.is_none() && !self.open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
@@ -461,15 +467,50 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
-            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+            self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
-        if let Some(reason) = self.check_transfer(contract.as_ref()) {
-            return Err(self.reject_last(reason));
+        if self.limits.mode.is_enforce() {
+            if let Some(reason) = self.check_transfer(contract.as_ref()) {
+                return Err(self.reject_last(reason));
+            }
+        } else {
+            for reason in self.transfer_verdicts(contract.as_ref(), true) {
+                self.verdict(reason)?;
+            }
         }
-        if let Some(last) = self.transcript.entries.last_mut() {
-            last.status = Status::Accepted;
-        }
+        self.accept_last();
         self.commit_last()
+    }
+
+    /// A failed check on the last transfer: in enforce mode (or for a
+    /// reason that cannot be audited) the transfer is rejected and the
+    /// error returned; in audit mode the reason is kept for the transfer's
+    /// receipt and the transfer goes on.
+    fn verdict(&mut self, reason: RejectReason) -> Result<(), RunError> {
+        if self.limits.mode == crate::spec::Mode::Audit && reason.auditable() {
+            crate::observe::telemetry::audit_verdict::<W>(
+                self.transcript.entries.last().map(|e| e.edge),
+                &reason,
+            );
+            self.audited.push(reason);
+            return Ok(());
+        }
+        Err(self.reject_last(reason))
+    }
+
+    /// Marks the last transfer accepted, or audited with the failed checks
+    /// audit mode let through.
+    fn accept_last(&mut self) {
+        let i = self.transcript.len().saturating_sub(1);
+        if self.audited.is_empty() {
+            if let Some(last) = self.transcript.entries.last_mut() {
+                last.status = Status::Accepted;
+            }
+        } else {
+            let reasons = std::mem::take(&mut self.audited);
+            self.transcript
+                .note(i, crate::spec::Receipt::Audited { reasons });
+        }
     }
 
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
@@ -544,6 +585,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         {
             *n += 1;
         }
+        // Verdicts belong to one transfer; the mode goes into every record.
+        self.audited.clear();
+        t.mode = self.limits.mode;
         t.entries.push(Entry {
             hop: self.hops,
             edge,
@@ -834,12 +878,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(contract) {
-            return Err(self.reject_last(reason));
+        if self.limits.mode.is_enforce() {
+            if let Some(reason) = self.check_receipt::<A>(contract) {
+                return Err(self.reject_last(reason));
+            }
+        } else {
+            for reason in self.audit_receipt::<A>(contract) {
+                self.verdict(reason)?;
+            }
         }
         let mut cx = self.context::<A>(self.turn_scope);
         if let Some(reason) = check_pre::<W, A>(input, &cx) {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         let i = self.transcript.len() - 1;
         match &approver {
@@ -850,11 +900,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     edited: true,
                 },
             ),
-            None => {
-                if let Some(last) = self.transcript.entries.last_mut() {
-                    last.status = Status::Accepted;
-                }
-            }
+            None => self.accept_last(),
         }
         self.commit_last()?;
         // The context was made before the receipt was committed: its tool
@@ -1307,6 +1353,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Status::Rejected => "rejected",
             Status::Escalated => "escalated",
             Status::Approved => "approved",
+            Status::Audited => "audited",
             Status::TurnFailed => "turn_failed",
         };
         let reason = match self.transcript.receipt(self.transcript.len() - 1) {

@@ -28,13 +28,15 @@ pub(crate) enum Status {
     Rejected,
     Escalated,
     Approved,
+    /// Audit mode: checks failed, the receiver's body ran anyway.
+    Audited,
     TurnFailed,
 }
 
 impl Status {
     /// The receiver's body ran (or runs) on this transfer.
     pub(crate) fn ran(self) -> bool {
-        matches!(self, Status::Accepted | Status::Approved)
+        matches!(self, Status::Accepted | Status::Approved | Status::Audited)
     }
 }
 
@@ -51,6 +53,8 @@ pub struct Transcript {
     /// (the transfer out of the turn; for a turn that stopped the run, the
     /// entry after the last one).
     pub(crate) turns: Vec<(u32, TurnRecord)>,
+    /// The executor's mode, written into every record.
+    pub(crate) mode: crate::spec::Mode,
 }
 
 impl Transcript {
@@ -62,6 +66,7 @@ impl Transcript {
             bytes: Vec::with_capacity(4096),
             notes: Vec::new(),
             turns: Vec::new(),
+            mode: crate::spec::Mode::Enforce,
         }
     }
 
@@ -152,6 +157,7 @@ impl Transcript {
             turn: self.turn(i).cloned(),
             trace_id,
             span_id,
+            mode: self.mode,
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
@@ -170,7 +176,11 @@ impl Transcript {
         Some(match self.entries.get(i)?.status {
             Status::Pending => Receipt::Pending,
             Status::Accepted => Receipt::Accepted,
-            Status::Rejected | Status::Escalated | Status::Approved | Status::TurnFailed => self
+            Status::Rejected
+            | Status::Escalated
+            | Status::Approved
+            | Status::Audited
+            | Status::TurnFailed => self
                 .notes
                 .iter()
                 .rev()
@@ -188,6 +198,7 @@ impl Transcript {
             Receipt::Rejected { .. } => Status::Rejected,
             Receipt::Escalated { .. } => Status::Escalated,
             Receipt::Approved { .. } => Status::Approved,
+            Receipt::Audited { .. } => Status::Audited,
             Receipt::TurnFailed { .. } => Status::TurnFailed,
         };
         if let Some(e) = self.entries.get_mut(i) {
@@ -255,6 +266,7 @@ impl fmt::Display for Transcript {
                 Receipt::Approved { by, edited } => {
                     format!("approved by {by}{}", if *edited { ", edited" } else { "" })
                 }
+                Receipt::Audited { reasons } => format!("AUDIT: {}", audit_line(reasons)),
                 Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
             };
             writeln!(
@@ -270,6 +282,16 @@ impl fmt::Display for Transcript {
         }
         Ok(())
     }
+}
+
+/// The verdicts of an audited receipt on one line:
+/// `would reject: <reason>; would reject: <reason>`.
+pub(crate) fn audit_line(reasons: &[RejectReason]) -> String {
+    reasons
+        .iter()
+        .map(|r| format!("would reject: {r}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 // Defined here, beside the transcript it reads (the model layer sits below

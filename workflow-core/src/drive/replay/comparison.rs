@@ -127,7 +127,10 @@ impl<'r> Comparison<'r> {
         // A receiver was working on the last transfer: the run goes on past it.
         let unfinished = recorded.last().is_some_and(|r| {
             matches!(r.to, Endpoint::Agent(_))
-                && matches!(r.receipt, Receipt::Accepted | Receipt::Approved { .. })
+                && matches!(
+                    r.receipt,
+                    Receipt::Accepted | Receipt::Approved { .. } | Receipt::Audited { .. }
+                )
         });
         Comparison {
             recorded,

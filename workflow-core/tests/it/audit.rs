@@ -1,0 +1,177 @@
+//! Audit mode: every run-time check still runs and its verdict is recorded
+//! in the transfer's receipt, but the transfer goes through; the same
+//! workflows stop in enforce mode (the default). Each test runs the fault
+//! in both modes, and a clean run records no verdict.
+
+use serde_json::json;
+use workflow_core::prelude::*;
+use workflow_core::{Mode, RunError};
+
+use crate::enforcement::{order, shop};
+use crate::fixtures::{assert_rejected, hop, receipts, route};
+use crate::receipts::{Job, new_flow};
+
+/// The failed checks recorded on every audited receipt of a run, in order.
+fn verdicts(t: &workflow_core::Transcript) -> Vec<RejectReason> {
+    receipts(t)
+        .into_iter()
+        .flat_map(|r| match r {
+            Receipt::Audited { reasons } => reasons,
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn enforce_is_the_default_and_audit_is_chosen_in_code() {
+    let (wf, _) = shop();
+    assert_eq!(wf.mode(), Mode::Enforce);
+    assert_eq!(wf.with_mode(Mode::Audit).mode(), Mode::Audit);
+}
+
+#[tokio::test]
+async fn a_forbidden_field_runs_to_end_in_audit_mode_recorded_and_stops_in_enforce_mode() {
+    let mut o = order("pick");
+    o.extra = json!({"ssn": "123"});
+    // Enforce: rejected at the clerk's receipt; nothing picked or sealed.
+    let (wf, shelf) = shop();
+    let aborted = wf.run(o.clone()).await.expect_err("forbidden");
+    let forbidden = RejectReason::ForbiddenField { path: "ssn".into() };
+    assert_rejected(&aborted, "START", "clerk", forbidden.clone());
+    assert_eq!(shelf.seals(), 0);
+    // Audit: the run reaches END, the side effect happened, and the
+    // receipt of the transfer that carried the field says so.
+    let (wf, shelf) = shop();
+    let done = wf
+        .with_mode(Mode::Audit)
+        .run(o)
+        .await
+        .expect("audit lets it through");
+    assert_eq!(shelf.seals(), 1);
+    let records = route(&done.transcript);
+    assert_eq!(
+        records[0],
+        hop(
+            "START",
+            "clerk",
+            Receipt::Audited {
+                reasons: vec![forbidden.clone()]
+            }
+        )
+    );
+    assert_eq!(records.last().map(|r| r.1.as_str()), Some("END"));
+    // The clerk passes the field on (as `card.ssn`): recorded there too.
+    assert_eq!(verdicts(&done.transcript), [forbidden.clone(), forbidden]);
+    assert!(
+        done.transcript
+            .to_string()
+            .contains("[AUDIT: would reject: payload carries forbidden field `ssn`]"),
+        "{}",
+        done.transcript
+    );
+}
+
+#[tokio::test]
+async fn a_broken_invariant_is_recorded_at_every_transfer_that_breaks_it_in_audit_mode() {
+    let mut o = order("pick");
+    o.tenant = "globex".into();
+    let (wf, shelf) = shop();
+    let aborted = wf.run(o.clone()).await.expect_err("wrong tenant");
+    assert!(matches!(
+        aborted.error,
+        RunError::Rejected {
+            to: "clerk",
+            reason: RejectReason::InvariantBroken { .. },
+            ..
+        }
+    ));
+    assert_eq!(shelf.picks_made(), 0);
+    let (wf, shelf) = shop();
+    let done = wf.with_mode(Mode::Audit).run(o).await.expect("audited");
+    assert_eq!(shelf.picks_made(), 1);
+    // The input and the clerk's handoff both name the wrong tenant.
+    let broken: Vec<_> = verdicts(&done.transcript)
+        .into_iter()
+        .map(|r| match r {
+            RejectReason::InvariantBroken { invariant, .. } => invariant.into_owned(),
+            other => panic!("unexpected verdict {other}"),
+        })
+        .collect();
+    assert_eq!(broken, ["tenant_pinned", "tenant_pinned"]);
+    let audited: Vec<_> = route(&done.transcript)
+        .into_iter()
+        .filter(|r| matches!(r.2, Receipt::Audited { .. }))
+        .map(|r| (r.0, r.1))
+        .collect();
+    assert_eq!(
+        audited,
+        [
+            ("START".to_owned(), "clerk".to_owned()),
+            ("clerk".to_owned(), "picker".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_expired_scope_and_a_failed_pre_condition_are_both_recorded_on_one_receipt() {
+    let job = Job {
+        amount: -1,
+        expires: Expiry::AtHop(0),
+        ..Job::rounds(0)
+    };
+    let (wf, counters) = new_flow();
+    let aborted = wf.run(job.clone()).await.expect_err("expired");
+    assert_rejected(
+        &aborted,
+        "planner",
+        "worker",
+        RejectReason::ScopeExpired {
+            authority: "Work".into(),
+        },
+    );
+    assert_eq!(counters.runs(), [1, 0, 0]);
+    let (wf, counters) = new_flow();
+    let done = wf.with_mode(Mode::Audit).run(job).await.expect("audited");
+    assert_eq!(counters.runs(), [1, 1, 1]);
+    let found = verdicts(&done.transcript);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(matches!(found[0], RejectReason::ScopeExpired { .. }));
+    assert!(matches!(found[1], RejectReason::PreCondition { .. }));
+}
+
+#[tokio::test]
+async fn what_bounds_the_run_still_stops_it_in_audit_mode() {
+    let (wf, counters) = new_flow();
+    let aborted = wf
+        .with_max_hops(0)
+        .with_mode(Mode::Audit)
+        .run(Job::rounds(0))
+        .await
+        .expect_err("the hop cap is not audited");
+    assert_rejected(
+        &aborted,
+        "START",
+        "planner",
+        RejectReason::HopCap { max_hops: 0 },
+    );
+    assert_eq!(counters.runs(), [0, 0, 0]);
+    assert!(!RejectReason::HopCap { max_hops: 0 }.auditable());
+    assert!(RejectReason::ForbiddenField { path: "x".into() }.auditable());
+}
+
+#[tokio::test]
+async fn a_clean_run_in_audit_mode_records_no_verdict() {
+    let (wf, shelf) = shop();
+    let done = wf
+        .with_mode(Mode::Audit)
+        .run(order("pick"))
+        .await
+        .expect("clean");
+    assert_eq!(shelf.seals(), 1);
+    assert!(verdicts(&done.transcript).is_empty());
+    assert!(
+        receipts(&done.transcript)
+            .iter()
+            .all(|r| *r == Receipt::Accepted)
+    );
+}
