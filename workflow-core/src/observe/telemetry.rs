@@ -59,6 +59,10 @@ mod bare {
     #[inline(always)]
     pub(crate) fn post_condition_failed<W: Workflow, A: Agent<W>>(_condition: &Condition) {}
 
+    /// Audit mode let tool `T` be called outside the turn's scope.
+    #[inline(always)]
+    pub(crate) fn audit_tool_call<W: Workflow, T: Tool<W>>() {}
+
     /// Audit mode let a failed check through on the last transfer.
     #[inline(always)]
     pub(crate) fn audit_verdict<W: Workflow>(
@@ -347,6 +351,17 @@ mod recording {
             KeyValue::new("workflow.sender", W::GRAPH.node_name(edge.from)),
             KeyValue::new("workflow.receiver", W::GRAPH.node_name(edge.to)),
             KeyValue::new("workflow.reject_reason", reject_code(reason)),
+        ];
+        with_instruments(|i| i.audit_verdicts.add(1, &attributes));
+    }
+
+    /// Audit mode let tool `T` be called outside the turn's scope: counted
+    /// with the reason `out_of_scope` and the tool's name.
+    pub(crate) fn audit_tool_call<W: Workflow, T: Tool<W>>() {
+        let attributes = [
+            KeyValue::new("workflow.name", W::GRAPH.name),
+            KeyValue::new("gen_ai.tool.name", T::NAME),
+            KeyValue::new("workflow.reject_reason", "out_of_scope"),
         ];
         with_instruments(|i| i.audit_verdicts.add(1, &attributes));
     }

@@ -373,6 +373,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 std::time::Instant::now() + std::time::Duration::from_millis(left)
             }),
             earlier: self.earlier_turns::<A>(),
+            mode: self.limits.mode,
             agent: PhantomData,
         }
     }

@@ -3,6 +3,9 @@
 //! workflows stop in enforce mode (the default). Each test runs the fault
 //! in both modes, and a clean run records no verdict.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use serde_json::json;
 use workflow_core::prelude::*;
 use workflow_core::{Mode, RunError};
@@ -173,5 +176,94 @@ async fn a_clean_run_in_audit_mode_records_no_verdict() {
         receipts(&done.transcript)
             .iter()
             .all(|r| *r == Receipt::Accepted)
+    );
+}
+
+/// A worker whose delegated scope expires before it starts, and who uses it.
+#[workflow(entry = lead, output = u32, deps = Arc<AtomicU32>)]
+pub mod crew {
+    use super::*;
+
+    /// Lead -> worker, under the worker's authority until `until_hop`.
+    #[handoff]
+    pub struct Job {
+        /// Work.
+        #[operation]
+        pub op: Operation,
+        /// Under the worker's authority.
+        #[authority]
+        pub scope: Scope<authority::Dig>,
+        /// None.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// None.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// None.
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    /// The side effect: a hole dug.
+    #[tool(needs = Dig, effect = write)]
+    async fn dig(depth: u32, holes: &Arc<AtomicU32>) -> Result<u32, ToolError> {
+        holes.fetch_add(1, Ordering::SeqCst);
+        Ok(depth)
+    }
+
+    #[agent(owns = [Lead], to = [worker])]
+    async fn lead(until_hop: u32, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        Ok(lead::Next::Worker(Job {
+            op: Operation::new("dig", "one hole"),
+            scope: cx.delegate(authority::Dig).until_hop(until_hop),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::any([]),
+        }))
+    }
+
+    #[agent(owns = [Dig], tools = [dig], to = [END])]
+    async fn worker(_job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        let depth = cx.call(tools::dig, 3).await?;
+        Ok(worker::Next::End(depth))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode() {
+    // Enforce: the expired scope is rejected at the worker's receipt; no hole.
+    let holes = Arc::new(AtomicU32::new(0));
+    let wf = crew::Workflow::new((), holes.clone());
+    let aborted = wf.run(0).await.expect_err("expired");
+    let expired = RejectReason::ScopeExpired {
+        authority: "Dig".into(),
+    };
+    assert_rejected(&aborted, "lead", "worker", expired.clone());
+    assert_eq!(holes.load(Ordering::SeqCst), 0);
+    // Audit: the receipt records the expiry, the call is made and its record
+    // says enforcement would have refused it.
+    let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
+    let done = wf.run(0).await.expect("audited");
+    assert_eq!(done.output, 3);
+    assert_eq!(holes.load(Ordering::SeqCst), 1);
+    assert_eq!(verdicts(&done.transcript), [expired]);
+    let calls: Vec<_> = done
+        .transcript
+        .turns()
+        .flat_map(|(_, t)| t.tool_calls.clone())
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].audit.as_deref(),
+        Some("the scope over authority `Dig` has expired")
+    );
+    // A live scope: no verdict anywhere, on the receipts or the call.
+    let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
+    let done = wf.run(5).await.expect("clean");
+    assert!(verdicts(&done.transcript).is_empty());
+    assert!(
+        done.transcript
+            .turns()
+            .all(|(_, t)| t.tool_calls.iter().all(|c| c.audit.is_none()))
     );
 }
