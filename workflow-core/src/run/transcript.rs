@@ -105,7 +105,10 @@ impl Transcript {
     }
 
     /// The `i`th entry and the edge it crossed.
-    fn entry(&self, i: usize) -> Result<(&Entry, &'static crate::spec::EdgeInfo), RecordError> {
+    pub(crate) fn entry(
+        &self,
+        i: usize,
+    ) -> Result<(&Entry, &'static crate::spec::EdgeInfo), RecordError> {
         let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
         let edge = self
             .graph

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
+use workflow_core::ledger::{Ledger, MemoryLedger};
 use workflow_core::prelude::*;
 use workflow_core::{Mode, RunError};
 
@@ -72,6 +73,58 @@ async fn a_forbidden_field_runs_to_end_in_audit_mode_recorded_and_stops_in_enfor
         "{}",
         done.transcript
     );
+    // The run summary lists every verdict under a heading that says so.
+    let summary = done.transcript.summary();
+    assert_eq!(
+        summary.audit,
+        [
+            "#0 START -> clerk: would reject: payload carries forbidden field `ssn`",
+            "#1 clerk -> picker: would reject: payload carries forbidden field `ssn`",
+        ]
+    );
+    let text = summary.to_string();
+    assert!(
+        text.contains("AUDIT MODE: 2 checks failed and were let through")
+            && text.contains(
+                "  AUDIT: #0 START -> clerk: would reject: payload carries forbidden field `ssn`"
+            ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn every_record_of_an_audited_run_says_so_and_verifies() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let mut o = order("pick");
+    o.extra = json!({"ssn": "123"});
+    let (wf, _) = shop();
+    let done = wf
+        .with_ledger(ledger.clone())
+        .with_mode(Mode::Audit)
+        .run(o)
+        .await
+        .expect("audited");
+    let run = done.transcript.run_id();
+    let records = ledger.records(run).expect("records");
+    assert_eq!(records.len(), 4);
+    assert!(records.iter().all(|r| r.mode == Mode::Audit));
+    ledger.verify_run(run).expect("verifies");
+    // The mode is hashed: a record changed to enforce no longer verifies.
+    let mut forged = records[2].clone();
+    forged.mode = Mode::Enforce;
+    assert_ne!(forged.compute_hash(), records[2].hash);
+    // An enforced run's records do not write the mode at all.
+    let (wf, _) = shop();
+    let done = wf
+        .with_ledger(ledger.clone())
+        .run(order("pick"))
+        .await
+        .expect("clean");
+    let records = ledger.records(done.transcript.run_id()).expect("records");
+    assert!(records.iter().all(|r| r.mode == Mode::Enforce));
+    let json = serde_json::to_string(&records[0]).expect("serializes");
+    assert!(!json.contains("\"mode\""), "{json}");
+    assert!(done.transcript.summary().audit.is_empty());
 }
 
 #[tokio::test]
