@@ -154,6 +154,7 @@ fn a_duplicate_record_is_refused() {
         turn: None,
         trace_id: String::new(),
         span_id: String::new(),
+        mode: Default::default(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

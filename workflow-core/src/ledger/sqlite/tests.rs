@@ -55,6 +55,7 @@ fn chain(run_id: u64, n: u32) -> Vec<LedgerRecord> {
                 turn: None,
                 trace_id: String::new(),
                 span_id: String::new(),
+                mode: Default::default(),
                 prev_hash: prev.clone(),
                 hash: String::new(),
             };
