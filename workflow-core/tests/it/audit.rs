@@ -320,3 +320,62 @@ async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode
             .all(|(_, t)| t.tool_calls.iter().all(|c| c.audit.is_none()))
     );
 }
+
+#[tokio::test]
+async fn replay_under_enforcement_names_the_first_transition_it_would_have_stopped() {
+    use workflow_core::ledger::Difference;
+    // The ssn is caught at #0 (the clerk aborts); the card number only at
+    // #1 (the picker escalates to a person): each is named where it is.
+    for (extra, seq, reason) in [
+        (
+            json!({"ssn": "123"}),
+            0,
+            "payload carries forbidden field `ssn`",
+        ),
+        (
+            json!({"number": 4111}),
+            1,
+            "payload carries forbidden field `card.number`",
+        ),
+    ] {
+        let ledger = Arc::new(MemoryLedger::new());
+        let mut o = order("pick");
+        o.extra = extra;
+        let (wf, _) = shop();
+        let done = wf
+            .with_ledger(ledger.clone())
+            .with_mode(Mode::Audit)
+            .run(o)
+            .await
+            .expect("audited");
+        let records = ledger.records(done.transcript.run_id()).expect("records");
+        let (enforcing, shelf) = shop();
+        let report = enforcing.replay(&records).await.expect("replays");
+        let d = report.divergence.clone().expect("enforcement stops it");
+        assert_eq!(
+            (d.seq, d.difference),
+            (
+                seq,
+                Difference::Enforced {
+                    reason: reason.to_owned()
+                }
+            ),
+            "{report}"
+        );
+        assert!(
+            report
+                .to_string()
+                .contains("recorded in audit mode, stopped by enforcement here"),
+            "{report}"
+        );
+        assert_eq!(shelf.seals(), 0, "the replay sealed nothing");
+        // Replayed in audit mode, it replays identically.
+        let (auditing, _) = shop();
+        let report = auditing
+            .with_mode(Mode::Audit)
+            .replay(&records)
+            .await
+            .expect("replays");
+        assert!(report.is_identical(), "{report}");
+    }
+}
