@@ -8,7 +8,7 @@ use workflow_core::ledger::{
     Ledger, LedgerError, LedgerRecord, SqliteLedger, Tampering, VerifyError,
 };
 use workflow_core::tool::ToolOutcome;
-use workflow_core::{Endpoint, Receipt};
+use workflow_core::{Endpoint, Mode, Receipt};
 
 use crate::{BadInput, Command, say};
 
@@ -78,8 +78,9 @@ fn summary(ledger: &dyn Ledger, run: u64) -> Result<Result<String, String>, BadI
         }
         Ok(records) => {
             let workflow = records.first().map_or("?", |r| r.workflow.as_str());
+            let audit = audit_header(&records).map_or(String::new(), |h| format!("\t{h}"));
             Ok(Ok(format!(
-                "{workflow}\t{} records\t{}",
+                "{workflow}\t{} records\t{}{audit}",
                 records.len(),
                 status(&records)
             )))
@@ -89,6 +90,41 @@ fn summary(ledger: &dyn Ledger, run: u64) -> Result<Result<String, String>, BadI
         }
         Err(e) => Err(BadInput(e.to_string())),
     }
+}
+
+/// For a run recorded in audit mode (any record says so): a line that says
+/// it and counts the verdicts, the failed checks let through.
+pub(crate) fn audit_header(records: &[LedgerRecord]) -> Option<String> {
+    if !records.iter().any(|r| r.mode == Mode::Audit) {
+        return None;
+    }
+    let verdicts: usize = records
+        .iter()
+        .map(|r| {
+            let receipt = match &r.receipt {
+                Receipt::Audited { reasons } => reasons.len(),
+                _ => 0,
+            };
+            let calls = r.turn.as_ref().map_or(0, |t| {
+                t.tool_calls.iter().filter(|c| c.audit.is_some()).count()
+            });
+            receipt + calls
+        })
+        .sum();
+    let first = records.iter().find(|r| {
+        matches!(r.receipt, Receipt::Audited { .. })
+            || r.turn
+                .as_ref()
+                .is_some_and(|t| t.tool_calls.iter().any(|c| c.audit.is_some()))
+    });
+    Some(match first {
+        None => "AUDIT MODE: no check failed".to_owned(),
+        Some(r) => format!(
+            "AUDIT MODE: {verdicts} failed check{} let through, the first at #{}",
+            if verdicts == 1 { "" } else { "s" },
+            r.seq
+        ),
+    })
 }
 
 /// How a run ended, from its last record.
@@ -157,6 +193,14 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
         Receipt::Approved { by, edited } => {
             format!("approved by {by}{}", if *edited { ", edited" } else { "" })
         }
+        Receipt::Audited { reasons } => format!(
+            "AUDIT: {}",
+            reasons
+                .iter()
+                .map(|r| format!("would reject: {r}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         // A receipt of a newer version of the library.
         other => format!("{other:?}"),
     };
@@ -167,6 +211,11 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
             .map(|c| match &c.outcome {
                 ToolOutcome::Ok { .. } => format!("{} ok", c.tool),
                 ToolOutcome::Failed { error } => format!("{} FAILED ({})", c.tool, error.kind),
+            })
+            .zip(&t.tool_calls)
+            .map(|(said, c)| match &c.audit {
+                Some(why) => format!("{said} (AUDIT: would refuse: {why})"),
+                None => said,
             })
             .collect();
         let models: Vec<String> = t
@@ -252,6 +301,9 @@ pub(crate) fn run(
             let records = records(&*ledger, run)?;
             // The run's header first: the root invariants it was pinned to.
             say(out, root_line(records.first()));
+            if let Some(header) = audit_header(&records) {
+                say(out, header);
+            }
             for r in records {
                 say(out, line(&r));
                 if tools {

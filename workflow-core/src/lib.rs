@@ -91,7 +91,7 @@ pub use spec::{
     TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unset, Unusable, Usage,
     Workflow,
 };
-pub use spec::{EvidenceSaid, OpenSaid};
+pub use spec::{EvidenceSaid, Mode, OpenSaid};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.

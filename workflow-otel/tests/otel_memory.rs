@@ -221,6 +221,8 @@ invoke_workflow flow (error.type rejected)
     assert_eq!(f["workflow.agent"], "doer");
     assert_eq!(f["workflow.sender"], "planner");
     assert!(f["workflow.condition"].contains("task.n < 10"), "{f:?}");
+    // Enforced: nothing let through, no verdict counted.
+    assert!(find(&points, metrics::AUDIT_VERDICTS, &[]).is_empty());
 
     let run = find(
         &points,
@@ -238,6 +240,28 @@ invoke_workflow flow (error.type rejected)
         .is_empty(),
         "the rejected receiver never ran"
     );
+}
+
+#[test]
+fn an_audit_verdict_is_counted_and_the_handoff_counted_as_audited() {
+    let sdk = sdk();
+    let _turn = sdk.lock();
+    let (_, records) = sdk.traced(|| traced::run_in(50, workflow_core::Mode::Audit));
+    assert!(records.iter().all(|r| r.mode == workflow_core::Mode::Audit));
+    let points = sdk.points();
+    let verdicts = find(&points, metrics::AUDIT_VERDICTS, &[]);
+    assert_eq!(verdicts.len(), 1, "{points:#?}");
+    assert_eq!(verdicts[0].value, 1.0);
+    let v = &verdicts[0].attributes;
+    assert_eq!(v["workflow.reject_reason"], "pre_condition");
+    assert_eq!(v["workflow.sender"], "planner");
+    assert_eq!(v["workflow.receiver"], "doer");
+    let audited = find(
+        &points,
+        metrics::HANDOFFS,
+        &[("workflow.receipt", "audited")],
+    );
+    assert_eq!(audited.len(), 1, "{points:#?}");
 }
 
 #[test]
@@ -366,6 +390,7 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
         trace_id: String::new(),
         span_id: String::new(),
         root: None,
+        mode: Default::default(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -6,6 +6,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod audit;
 pub mod checkpoint;
 pub mod cli;
 pub mod hostile_payloads;

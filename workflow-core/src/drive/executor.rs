@@ -33,6 +33,7 @@ pub struct Executor<W: Workflow> {
     pub(crate) progress: Option<std::sync::Arc<ProgressFn>>,
     holder: String,
     lease_ttl: std::time::Duration,
+    mode: crate::spec::Mode,
 }
 
 /// How long a run's lease lasts after each write made under it, unless
@@ -56,6 +57,7 @@ impl<W: Workflow> Executor<W> {
             progress: None,
             holder: crate::ledger::default_holder(),
             lease_ttl: DEFAULT_LEASE_TTL,
+            mode: crate::spec::Mode::Enforce,
         }
     }
 
@@ -146,6 +148,7 @@ impl<W: Workflow> Executor<W> {
             progress: self.progress.as_deref(),
             holder: &self.holder,
             lease_ttl_ms: u64::try_from(self.lease_ttl.as_millis()).unwrap_or(u64::MAX),
+            mode: self.mode,
         }
     }
 
@@ -156,6 +159,27 @@ impl<W: Workflow> Executor<W> {
     pub fn with_ledger(mut self, ledger: std::sync::Arc<dyn crate::ledger::Ledger>) -> Self {
         self.ledger = Some(ledger);
         self
+    }
+
+    /// Sets how failed run-time checks are treated: [`Mode::Enforce`]
+    /// (the default) stops the transfer; [`Mode::Audit`] records each
+    /// failure in the transfer's receipt
+    /// ([`Receipt::Audited`](crate::Receipt::Audited)), counts it in the
+    /// metrics, and lets the transfer through. What cannot be audited still
+    /// stops ([`RejectReason::auditable`]); compile-time checks are never
+    /// affected. The mode is written into every record of the run; it is
+    /// never read from the environment.
+    ///
+    /// [`Mode::Enforce`]: crate::Mode::Enforce
+    /// [`Mode::Audit`]: crate::Mode::Audit
+    pub fn with_mode(mut self, mode: crate::spec::Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The mode in force ([`with_mode`](Self::with_mode)).
+    pub fn mode(&self) -> crate::spec::Mode {
+        self.mode
     }
 
     /// Lowers the run-wide hop cap (it can never exceed the computed bound).
@@ -440,7 +464,7 @@ impl<W: Workflow> Executor<W> {
             transcript: run.transcript,
         };
         let state = match (status, info.to, decision) {
-            (Status::Accepted, Node::End, None) => {
+            (Status::Accepted | Status::Audited, Node::End, None) => {
                 return match crate::encode::decode::<W::Output>(payload.format, payload.bytes) {
                     Ok(output) => Ok(Completed {
                         output,

@@ -20,6 +20,12 @@ pub struct RunSummary {
     pub outcome: String,
     /// Per agent, in the order they first ran.
     pub agents: Vec<AgentSummary>,
+    /// Audit mode: every check that failed and was let through, one line
+    /// each (`#seq from -> to: would reject: <reason>`, or a tool call's
+    /// `would refuse`), in record order. Empty for a run without verdicts
+    /// (absent from the JSON then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<String>,
 }
 
 /// One agent's share of a run.
@@ -117,7 +123,9 @@ impl Transcript {
         let outcome = match last.and_then(|i| Some((self.record(i).ok()?, i))) {
             None => "no transfer recorded".to_owned(),
             Some((r, _)) => match (&r.receipt, &r.to) {
-                (Receipt::Accepted, Endpoint::End) => "completed".to_owned(),
+                (Receipt::Accepted | Receipt::Audited { .. }, Endpoint::End) => {
+                    "completed".to_owned()
+                }
                 (Receipt::Rejected { reason }, _) => {
                     format!("rejected at {} -> {}: {reason}", r.from, r.to)
                 }
@@ -136,7 +144,42 @@ impl Transcript {
             path,
             outcome,
             agents,
+            audit: self.audit_lines(),
         }
+    }
+
+    /// The audit verdicts of the run, one line each, in record order: the
+    /// failed checks of each audited receipt, then those of the tool calls
+    /// of the turn that produced the record.
+    pub(crate) fn audit_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for i in 0..self.len() {
+            let Ok((e, edge)) = self.entry(i) else {
+                continue;
+            };
+            let (from, to) = (
+                self.graph.node_name(edge.from),
+                self.graph.node_name(edge.to),
+            );
+            if let Some(turn) = self.turn(i) {
+                for call in &turn.tool_calls {
+                    if let Some(why) = &call.audit {
+                        lines.push(format!(
+                            "#{i} {}: tool `{}` would refuse: {why}",
+                            turn.agent, call.tool
+                        ));
+                    }
+                }
+            }
+            if e.status == Status::Audited
+                && let Some(Receipt::Audited { reasons }) = self.receipt(i)
+            {
+                for reason in reasons {
+                    lines.push(format!("#{i} {from} -> {to}: would reject: {reason}"));
+                }
+            }
+        }
+        lines
     }
 }
 
@@ -172,6 +215,18 @@ impl fmt::Display for RunSummary {
                 write!(f, ", {} tokens", a.tokens)?;
             }
             writeln!(f, ", {:.3} ms", a.time_us as f64 / 1000.0)?;
+        }
+        if !self.audit.is_empty() {
+            writeln!(
+                f,
+                "AUDIT MODE: {} check{} failed and {} let through (enforcement would have stopped the run):",
+                self.audit.len(),
+                if self.audit.len() == 1 { "" } else { "s" },
+                if self.audit.len() == 1 { "was" } else { "were" },
+            )?;
+            for line in &self.audit {
+                writeln!(f, "  AUDIT: {line}")?;
+            }
         }
         Ok(())
     }

@@ -49,6 +49,15 @@ pub enum Difference {
     Turn,
     /// The receiver's receipt.
     Receipt,
+    /// The recording was made in audit mode and let this transition (or a
+    /// tool call of the turn that produced it) through with failed checks:
+    /// replayed under enforcement, it is stopped here. The first such
+    /// transition is the one enforcement would have stopped.
+    Enforced {
+        /// What enforcement stops it for (the replayed receipt's reason, or
+        /// the refused tool call's).
+        reason: String,
+    },
     /// The replayed run stopped before this recorded transition.
     Stopped {
         /// What stopped it.
@@ -71,6 +80,10 @@ impl fmt::Display for Difference {
                 f.write_str("the turn's model calls, usage or open questions differ")
             }
             Difference::Receipt => f.write_str("the receipt differs"),
+            Difference::Enforced { reason } => write!(
+                f,
+                "recorded in audit mode, stopped by enforcement here: {reason}"
+            ),
             Difference::Stopped { error } => write!(f, "the replay stopped here: {error}"),
             Difference::WentOn => f.write_str("the replay goes on past the end of the recording"),
         }

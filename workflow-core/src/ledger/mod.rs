@@ -95,6 +95,12 @@ pub struct LedgerRecord {
     /// before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The executor's mode when the record was written: absent for
+    /// [`Mode::Enforce`](crate::Mode::Enforce) (records written before audit
+    /// mode existed read and hash the same), `audit` in every record of an
+    /// audited run.
+    #[serde(default, skip_serializing_if = "crate::spec::Mode::is_enforce")]
+    pub mode: crate::spec::Mode,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -150,6 +156,10 @@ impl LedgerRecord {
         if let Some(root) = &self.root {
             field(b"root");
             field(root.as_bytes());
+        }
+        // Hashed only when not the default: enforced records hash as before.
+        if self.mode == crate::spec::Mode::Audit {
+            field(b"mode=audit");
         }
         hex::encode(h.finalize())
     }

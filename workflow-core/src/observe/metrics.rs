@@ -30,6 +30,9 @@ pub const TOKEN_USAGE: &str = "gen_ai.client.token.usage";
 pub const HANDOFFS: &str = "workflow.handoffs";
 /// `workflow.condition.failures`: failed conditions, by agent, edge and condition.
 pub const CONDITION_FAILURES: &str = "workflow.condition.failures";
+/// `workflow.audit.verdicts`: failed checks an executor in audit mode
+/// recorded and let through, by sender, receiver and reject reason.
+pub const AUDIT_VERDICTS: &str = "workflow.audit.verdicts";
 
 /// The bucket boundaries of [`OPERATION_DURATION`], in seconds, as the
 /// conventions give them.
@@ -114,6 +117,7 @@ pub(crate) struct Instruments {
     pub(crate) tokens: Histogram<u64>,
     pub(crate) handoffs: Counter<u64>,
     pub(crate) condition_failures: Counter<u64>,
+    pub(crate) audit_verdicts: Counter<u64>,
 }
 
 impl Instruments {
@@ -140,6 +144,11 @@ impl Instruments {
                 .u64_counter(CONDITION_FAILURES)
                 .with_unit("{failure}")
                 .with_description("Pre-, post- and stop conditions that failed.")
+                .build(),
+            audit_verdicts: meter
+                .u64_counter(AUDIT_VERDICTS)
+                .with_unit("{verdict}")
+                .with_description("Failed checks recorded and let through in audit mode.")
                 .build(),
         }
     }

@@ -58,6 +58,18 @@ mod bare {
     /// A post-condition of agent `A` failed.
     #[inline(always)]
     pub(crate) fn post_condition_failed<W: Workflow, A: Agent<W>>(_condition: &Condition) {}
+
+    /// Audit mode let tool `T` be called outside the turn's scope.
+    #[inline(always)]
+    pub(crate) fn audit_tool_call<W: Workflow, T: Tool<W>>() {}
+
+    /// Audit mode let a failed check through on the last transfer.
+    #[inline(always)]
+    pub(crate) fn audit_verdict<W: Workflow>(
+        _edge: Option<u16>,
+        _reason: &crate::spec::RejectReason,
+    ) {
+    }
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -267,6 +279,7 @@ mod recording {
             }) => ("escalated", Some(reason)),
             Some(Receipt::Escalated { .. }) => ("escalated", None),
             Some(Receipt::Approved { .. }) => ("approved", None),
+            Some(Receipt::Audited { .. }) => ("audited", None),
             Some(Receipt::TurnFailed { .. }) => ("turn_failed", None),
             _ => ("accepted", None),
         };
@@ -325,6 +338,32 @@ mod recording {
                 ],
             )
         });
+    }
+
+    /// Audit mode let a failed check through on the transfer over `edge`:
+    /// counted by sender, receiver and reason.
+    pub(crate) fn audit_verdict<W: Workflow>(edge: Option<u16>, reason: &RejectReason) {
+        let Some(edge) = edge.and_then(|e| W::GRAPH.edges.get(e as usize)) else {
+            return;
+        };
+        let attributes = [
+            KeyValue::new("workflow.name", W::GRAPH.name),
+            KeyValue::new("workflow.sender", W::GRAPH.node_name(edge.from)),
+            KeyValue::new("workflow.receiver", W::GRAPH.node_name(edge.to)),
+            KeyValue::new("workflow.reject_reason", reject_code(reason)),
+        ];
+        with_instruments(|i| i.audit_verdicts.add(1, &attributes));
+    }
+
+    /// Audit mode let tool `T` be called outside the turn's scope: counted
+    /// with the reason `out_of_scope` and the tool's name.
+    pub(crate) fn audit_tool_call<W: Workflow, T: Tool<W>>() {
+        let attributes = [
+            KeyValue::new("workflow.name", W::GRAPH.name),
+            KeyValue::new("gen_ai.tool.name", T::NAME),
+            KeyValue::new("workflow.reject_reason", "out_of_scope"),
+        ];
+        with_instruments(|i| i.audit_verdicts.add(1, &attributes));
     }
 
     /// The stable code of a reject reason (its `code` in the records).

@@ -36,6 +36,9 @@ pub struct Context<'x, W: Workflow, A> {
     pub(crate) deadline: Option<std::time::Instant>,
     /// The agent's earlier turns in this run (`None`: none).
     pub(crate) earlier: Option<Arc<[crate::run::EarlierTurn<W, A>]>>,
+    /// The executor's mode: in audit mode a call outside the turn's scope
+    /// is made and recorded as a verdict instead of refused.
+    pub(crate) mode: crate::spec::Mode,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -359,6 +362,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             run_id: self.run_id,
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),
+            mode: self.mode,
         };
         let call = async move { call_tool::<W, T>(tool, input, deps, &shared, at).await };
         #[cfg(feature = "tracing")]
@@ -386,6 +390,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             max_hops: self.max_hops,
             deadline: self.deadline,
             earlier: self.earlier.clone(),
+            mode: self.mode,
             agent: PhantomData,
         }
     }

@@ -38,6 +38,31 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .or_else(|| self.check_transfer(contract))
     }
 
+    /// Audit mode: every receipt check before the pre-conditions, each
+    /// failure found (the hop cap first: it cannot be audited, and a run
+    /// past it stops there).
+    pub(super) fn audit_receipt<A: Agent<W>>(
+        &mut self,
+        contract: Option<&ContractView<'_>>,
+    ) -> Vec<RejectReason> {
+        if let Some(cap) = self.check_hop_cap() {
+            return vec![cap];
+        }
+        let mut found: Vec<RejectReason> = [
+            self.check_deadline(),
+            self.check_budgets(),
+            contract.and_then(check_scope_owned::<W, A>),
+            contract.and_then(|c| self.check_scope_expired(c)),
+            contract.and_then(|c| self.check_stop_conditions(c)),
+            self.check_resent_unchanged(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        found.extend(self.transfer_verdicts(contract, true));
+        found
+    }
+
     /// The run has used up its hop cap.
     fn check_hop_cap(&self) -> Option<RejectReason> {
         if self.hops < self.max_hops {
@@ -117,15 +142,26 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &self,
         contract: Option<&ContractView<'_>>,
     ) -> Option<RejectReason> {
+        self.transfer_verdicts(contract, false).into_iter().next()
+    }
+
+    /// The failures of the checks on the payload as JSON: the first only,
+    /// or (`all`, audit mode) every one found.
+    #[inline]
+    pub(super) fn transfer_verdicts(
+        &self,
+        contract: Option<&ContractView<'_>>,
+        all: bool,
+    ) -> Vec<RejectReason> {
         let limits = contract.map_or((None, None), |c| (c.max_bytes, c.max_tokens));
         let needs_json = limits != (None, None)
             || !W::Root::FORBIDDEN.is_empty()
             || W::Root::CHECKS
             || self.limits.gate.is_some();
         if !needs_json {
-            return None;
+            return Vec::new();
         }
-        self.check_transfer_json(contract, limits)
+        self.check_transfer_json(contract, limits, all)
     }
 
     /// [`check_transfer`](Self::check_transfer) once a check needs the
@@ -135,26 +171,40 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &self,
         contract: Option<&ContractView<'_>>,
         (max_bytes, max_tokens): (Option<u64>, Option<u64>),
-    ) -> Option<RejectReason> {
-        let i = self.transcript.len().checked_sub(1)?;
+        all: bool,
+    ) -> Vec<RejectReason> {
+        let mut found = Vec::new();
+        let Some(i) = self.transcript.len().checked_sub(1) else {
+            return found;
+        };
         let text = match self.transcript.payload(i) {
             Ok(text) => text,
-            Err(e) => return Some(unreadable(e)),
+            Err(e) => return vec![unreadable(e)],
         };
-        if let Some(reason) = check_size_in_bytes(&text, max_bytes)
-            .or_else(|| self.check_size_in_tokens(&text, max_tokens))
-        {
-            return Some(reason);
+        found.extend(check_size_in_bytes(&text, max_bytes));
+        if !all && !found.is_empty() {
+            return found;
+        }
+        found.extend(self.check_size_in_tokens(&text, max_tokens));
+        if !all && !found.is_empty() {
+            return found;
         }
         let payload: serde_json::Value = match serde_json::from_str(&text) {
             Ok(v) => v,
-            Err(e) => return Some(unreadable(e)),
+            Err(e) => return vec![unreadable(e)],
         };
-        if let Some(reason) = check_forbidden_fields::<W>(&payload) {
-            return Some(reason);
+        found.extend(check_forbidden_fields::<W>(&payload));
+        if !all && !found.is_empty() {
+            return found;
         }
-        let entry = self.transcript.entries.get(i)?;
-        let edge = W::GRAPH.edges.get(entry.edge as usize)?;
+        let Some(edge) = self
+            .transcript
+            .entries
+            .get(i)
+            .and_then(|entry| W::GRAPH.edges.get(entry.edge as usize))
+        else {
+            return found;
+        };
         let view = TransferView {
             workflow: W::GRAPH.name,
             run_id: self.transcript.run_id,
@@ -164,7 +214,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             payload_type: edge.payload,
             payload: &payload,
         };
-        check_invariants(self.root, &view).or_else(|| self.check_gate(contract, &view))
+        found.extend(check_invariants(self.root, &view));
+        if !all && !found.is_empty() {
+            return found;
+        }
+        found.extend(self.check_gate(contract, &view));
+        found
     }
 
     /// The payload is larger in tokens (by the executor's counter) than its

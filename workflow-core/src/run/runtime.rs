@@ -40,6 +40,8 @@ pub(crate) struct Limits<'x> {
     /// renews their lease.
     pub(crate) holder: &'x str,
     pub(crate) lease_ttl_ms: u64,
+    /// Whether failed checks stop transfers or are only recorded.
+    pub(crate) mode: crate::spec::Mode,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -100,6 +102,9 @@ pub struct Runtime<'x, W: Workflow> {
     /// Why the root invariants cannot be recorded (they do not serialize):
     /// the first commit to a ledger fails with it.
     root_error: Option<String>,
+    /// Audit mode: the failed checks found so far on the last transfer,
+    /// recorded in its receipt when it is let through.
+    pub(super) audited: Vec<RejectReason>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -185,6 +190,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             at_offset_us: 0,
             lease: None,
             root_error: None,
+            audited: Vec::new(),
         }
     }
 
@@ -387,6 +393,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 std::time::Instant::now() + std::time::Duration::from_millis(left)
             }),
             earlier: self.earlier_turns::<A>(),
+            mode: self.limits.mode,
             agent: PhantomData,
         }
     }
@@ -422,7 +429,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
         if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         if let Some(bound) = info.bound {
             let uses = self
@@ -437,7 +444,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
-            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+            self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
         Ok(())
     }
@@ -454,7 +461,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, true)?;
         if let Some(reason) = self.record(edge, info, output, Status::Pending)? {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         if contract.is_none() && !self.open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
@@ -481,15 +488,50 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
-            return Err(self.reject_last(RejectReason::UncertaintyDropped { question }));
+            self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
-        if let Some(reason) = self.check_transfer(contract.as_ref()) {
-            return Err(self.reject_last(reason));
+        if self.limits.mode.is_enforce() {
+            if let Some(reason) = self.check_transfer(contract.as_ref()) {
+                return Err(self.reject_last(reason));
+            }
+        } else {
+            for reason in self.transfer_verdicts(contract.as_ref(), true) {
+                self.verdict(reason)?;
+            }
         }
-        if let Some(last) = self.transcript.entries.last_mut() {
-            last.status = Status::Accepted;
-        }
+        self.accept_last();
         self.commit_last()
+    }
+
+    /// A failed check on the last transfer: in enforce mode (or for a
+    /// reason that cannot be audited) the transfer is rejected and the
+    /// error returned; in audit mode the reason is kept for the transfer's
+    /// receipt and the transfer goes on.
+    fn verdict(&mut self, reason: RejectReason) -> Result<(), RunError> {
+        if self.limits.mode == crate::spec::Mode::Audit && reason.auditable() {
+            crate::observe::telemetry::audit_verdict::<W>(
+                self.transcript.entries.last().map(|e| e.edge),
+                &reason,
+            );
+            self.audited.push(reason);
+            return Ok(());
+        }
+        Err(self.reject_last(reason))
+    }
+
+    /// Marks the last transfer accepted, or audited with the failed checks
+    /// audit mode let through.
+    fn accept_last(&mut self) {
+        let i = self.transcript.len().saturating_sub(1);
+        if self.audited.is_empty() {
+            if let Some(last) = self.transcript.entries.last_mut() {
+                last.status = Status::Accepted;
+            }
+        } else {
+            let reasons = std::mem::take(&mut self.audited);
+            self.transcript
+                .note(i, crate::spec::Receipt::Audited { reasons });
+        }
     }
 
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
@@ -564,6 +606,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         {
             *n += 1;
         }
+        // Verdicts belong to one transfer; the mode goes into every record.
+        self.audited.clear();
+        t.mode = self.limits.mode;
         t.entries.push(Entry {
             hop: self.hops,
             edge,
@@ -854,12 +899,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        if let Some(reason) = self.check_receipt::<A>(contract) {
-            return Err(self.reject_last(reason));
+        if self.limits.mode.is_enforce() {
+            if let Some(reason) = self.check_receipt::<A>(contract) {
+                return Err(self.reject_last(reason));
+            }
+        } else {
+            for reason in self.audit_receipt::<A>(contract) {
+                self.verdict(reason)?;
+            }
         }
         let mut cx = self.context::<A>(self.turn_scope);
         if let Some(reason) = check_pre::<W, A>(input, &cx) {
-            return Err(self.reject_last(reason));
+            self.verdict(reason)?;
         }
         let i = self.transcript.len() - 1;
         match &approver {
@@ -870,11 +921,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     edited: true,
                 },
             ),
-            None => {
-                if let Some(last) = self.transcript.entries.last_mut() {
-                    last.status = Status::Accepted;
-                }
-            }
+            None => self.accept_last(),
         }
         self.commit_last()?;
         // The context was made before the receipt was committed: its tool
@@ -1327,6 +1374,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             Status::Rejected => "rejected",
             Status::Escalated => "escalated",
             Status::Approved => "approved",
+            Status::Audited => "audited",
             Status::TurnFailed => "turn_failed",
         };
         let reason = match self.transcript.receipt(self.transcript.len() - 1) {

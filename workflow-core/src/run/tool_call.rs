@@ -68,6 +68,8 @@ pub(crate) struct CallSite<'x> {
     pub(crate) run_id: u64,
     pub(crate) turn_seq: u32,
     pub(crate) journal: Option<crate::run::context::Journal<'x>>,
+    /// Whether a call outside the scope is made and recorded (audit mode).
+    pub(crate) mode: crate::spec::Mode,
 }
 
 /// One tool call, in its steps: the scope, the budget, a recorded outcome
@@ -87,11 +89,19 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     let mut attempts = 0;
     // Set when the outcome comes from a record, not from the tool.
     let mut served: Option<ToolCallRecord> = None;
+    // Audit mode: the scope check's refusal, recorded with the call made.
+    let mut audit: Option<String> = None;
     let outcome: Result<(T::Output, String), ToolError> = async {
         let arguments = arguments
             .as_ref()
             .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
-        check_scope(T::NAME, T::NEEDS, &at)?;
+        match check_scope(T::NAME, T::NEEDS, &at) {
+            Err(refused) if at.mode == crate::spec::Mode::Audit => {
+                crate::observe::telemetry::audit_tool_call::<W, T>();
+                audit = Some(refused.message.clone());
+            }
+            checked => checked?,
+        }
         charge_call::<W, T>(shared)?;
         if let Some(recorded) = &shared.recorded {
             match recorded.serve(at.turn_seq, index, T::NAME, arguments) {
@@ -119,7 +129,8 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         shared.log_call(call, outcome.as_ref().err(), T::FALLBACK.then);
         return outcome.map(|(out, _)| out);
     }
-    let (outcome, record) = record_of::<W, T>(index, arguments, outcome, attempts, duration_us);
+    let (outcome, mut record) = record_of::<W, T>(index, arguments, outcome, attempts, duration_us);
+    record.audit = audit;
     journal_and_log::<W, T>(shared, &at, record, outcome)
 }
 
@@ -227,6 +238,7 @@ fn record_of<W: Workflow, T: Tool<W>>(
         outcome: recorded,
         attempts,
         duration_us,
+        audit: None,
     };
     (outcome, record)
 }

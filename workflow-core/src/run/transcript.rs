@@ -28,13 +28,15 @@ pub(crate) enum Status {
     Rejected,
     Escalated,
     Approved,
+    /// Audit mode: checks failed, the receiver's body ran anyway.
+    Audited,
     TurnFailed,
 }
 
 impl Status {
     /// The receiver's body ran (or runs) on this transfer.
     pub(crate) fn ran(self) -> bool {
-        matches!(self, Status::Accepted | Status::Approved)
+        matches!(self, Status::Accepted | Status::Approved | Status::Audited)
     }
 }
 
@@ -55,6 +57,8 @@ pub struct Transcript {
     /// its first record (`None` for a root with nothing to record, or a run
     /// resumed from records written before roots were recorded).
     pub(crate) root: Option<String>,
+    /// The executor's mode, written into every record.
+    pub(crate) mode: crate::spec::Mode,
 }
 
 impl Transcript {
@@ -67,6 +71,7 @@ impl Transcript {
             notes: Vec::new(),
             turns: Vec::new(),
             root: None,
+            mode: crate::spec::Mode::Enforce,
         }
     }
 
@@ -112,7 +117,10 @@ impl Transcript {
     }
 
     /// The `i`th entry and the edge it crossed.
-    fn entry(&self, i: usize) -> Result<(&Entry, &'static crate::spec::EdgeInfo), RecordError> {
+    pub(crate) fn entry(
+        &self,
+        i: usize,
+    ) -> Result<(&Entry, &'static crate::spec::EdgeInfo), RecordError> {
         let e = self.entries.get(i).ok_or(RecordError::NoSuchRecord(i))?;
         let edge = self
             .graph
@@ -166,6 +174,7 @@ impl Transcript {
             span_id,
             // The run's header: its pinned root, on its first record only.
             root: if i == 0 { self.root.clone() } else { None },
+            mode: self.mode,
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
@@ -184,7 +193,11 @@ impl Transcript {
         Some(match self.entries.get(i)?.status {
             Status::Pending => Receipt::Pending,
             Status::Accepted => Receipt::Accepted,
-            Status::Rejected | Status::Escalated | Status::Approved | Status::TurnFailed => self
+            Status::Rejected
+            | Status::Escalated
+            | Status::Approved
+            | Status::Audited
+            | Status::TurnFailed => self
                 .notes
                 .iter()
                 .rev()
@@ -202,6 +215,7 @@ impl Transcript {
             Receipt::Rejected { .. } => Status::Rejected,
             Receipt::Escalated { .. } => Status::Escalated,
             Receipt::Approved { .. } => Status::Approved,
+            Receipt::Audited { .. } => Status::Audited,
             Receipt::TurnFailed { .. } => Status::TurnFailed,
         };
         if let Some(e) = self.entries.get_mut(i) {
@@ -269,6 +283,7 @@ impl fmt::Display for Transcript {
                 Receipt::Approved { by, edited } => {
                     format!("approved by {by}{}", if *edited { ", edited" } else { "" })
                 }
+                Receipt::Audited { reasons } => format!("AUDIT: {}", audit_line(reasons)),
                 Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
             };
             writeln!(
@@ -284,6 +299,16 @@ impl fmt::Display for Transcript {
         }
         Ok(())
     }
+}
+
+/// The verdicts of an audited receipt on one line:
+/// `would reject: <reason>; would reject: <reason>`.
+pub(crate) fn audit_line(reasons: &[RejectReason]) -> String {
+    reasons
+        .iter()
+        .map(|r| format!("would reject: {r}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 // Defined here, beside the transcript it reads (the model layer sits below

@@ -224,6 +224,13 @@ pub enum Receipt {
         /// Whether the payload was edited.
         edited: bool,
     },
+    /// Audit mode only: checks failed that enforcement would have stopped
+    /// the transfer for, and the receiver's body ran anyway. Every failed
+    /// check found, in the order the checks run.
+    Audited {
+        /// What enforcement would have rejected the transfer for.
+        reasons: Vec<RejectReason>,
+    },
     /// Not an answer before work: the outcome of the receiver's turn on
     /// this transfer, which failed and stopped the run (a tool failure, the
     /// agent's error, a broken post-condition, a timeout, a spent budget).
@@ -280,6 +287,7 @@ impl<'de> Deserialize<'de> for Receipt {
             Rejected,
             Escalated,
             Approved,
+            Audited,
             TurnFailed,
         }
         #[derive(Deserialize)]
@@ -290,6 +298,7 @@ impl<'de> Deserialize<'de> for Receipt {
             by: Option<String>,
             edited: Option<bool>,
             error: Option<String>,
+            reasons: Option<Vec<RejectReason>>,
         }
         let wire = Wire::deserialize(d)?;
         let reason = |v: Option<serde_json::Value>| -> Result<serde_json::Value, D::Error> {
@@ -298,6 +307,11 @@ impl<'de> Deserialize<'de> for Receipt {
         if wire.error.is_some() && !matches!(wire.status, Status::TurnFailed) {
             return Err(D::Error::custom(
                 "only a `turn_failed` receipt carries an `error`",
+            ));
+        }
+        if wire.reasons.is_some() && !matches!(wire.status, Status::Audited) {
+            return Err(D::Error::custom(
+                "only an `audited` receipt carries `reasons`",
             ));
         }
         let only_status = |w: &Wire| w.reason.is_none() && w.by.is_none() && w.edited.is_none();
@@ -316,6 +330,11 @@ impl<'de> Deserialize<'de> for Receipt {
                         .map_err(D::Error::custom)?,
                 })
             }
+            Status::Audited if only_status(&wire) => Ok(Receipt::Audited {
+                reasons: wire
+                    .reasons
+                    .ok_or_else(|| D::Error::missing_field("reasons"))?,
+            }),
             Status::TurnFailed if only_status(&wire) => Ok(Receipt::TurnFailed {
                 error: wire.error.ok_or_else(|| D::Error::missing_field("error"))?,
             }),

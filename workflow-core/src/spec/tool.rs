@@ -285,6 +285,11 @@ pub struct ToolCallRecord {
     pub attempts: u32,
     /// Microseconds from the first attempt to the outcome.
     pub duration_us: u64,
+    /// Audit mode only: why enforcement would have refused the call (a
+    /// tool outside the turn's scope), which was made anyway. Absent
+    /// otherwise: records and hashes without it are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<String>,
 }
 
 /// The outcome of a recorded tool call.

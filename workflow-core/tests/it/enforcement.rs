@@ -36,6 +36,10 @@ impl Shelf {
     pub fn seals(&self) -> u32 {
         self.seals.load(Ordering::SeqCst)
     }
+
+    pub fn picks_made(&self) -> u32 {
+        self.picks.load(Ordering::SeqCst)
+    }
 }
 
 /// The workflow input: what each scenario does.

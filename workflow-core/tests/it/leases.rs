@@ -174,6 +174,7 @@ async fn an_expired_lease_is_taken_over_and_its_holders_writes_are_refused() {
             },
             attempts: 1,
             duration_us: 0,
+            audit: None,
         };
         assert_eq!(
             ledger.append_tool_call_leased(

@@ -12,6 +12,7 @@
 pub mod fixtures;
 
 pub mod agent_view;
+pub mod audit;
 pub mod checkpoint;
 pub mod contract_parts;
 pub mod empty_ok;

@@ -29,7 +29,7 @@ pub struct Counters {
 
 impl Counters {
     /// `[planner, worker, checker]`.
-    fn runs(&self) -> [u32; 3] {
+    pub(crate) fn runs(&self) -> [u32; 3] {
         [
             self.planner.load(Ordering::SeqCst),
             self.worker.load(Ordering::SeqCst),
@@ -58,7 +58,7 @@ pub struct Job {
 }
 
 impl Job {
-    fn rounds(rounds: u32) -> Job {
+    pub(crate) fn rounds(rounds: u32) -> Job {
         Job {
             rounds,
             amount: 10,
@@ -365,7 +365,7 @@ pub mod capped {
     }
 }
 
-fn new_flow() -> (flow::Workflow, Arc<Counters>) {
+pub(crate) fn new_flow() -> (flow::Workflow, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
     (flow::Workflow::new((), counters.clone()), counters)
 }

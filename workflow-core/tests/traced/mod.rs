@@ -60,11 +60,18 @@ pub mod flow {
 /// Runs the flow on `n` with a ledger attached, on a current-thread
 /// runtime: the run id and the ledger's records.
 pub fn run(n: u32) -> (u64, Vec<LedgerRecord>) {
+    run_in(n, workflow_core::Mode::Enforce)
+}
+
+/// [`run`] by an executor in `mode`.
+pub fn run_in(n: u32, mode: workflow_core::Mode) -> (u64, Vec<LedgerRecord>) {
     let ledger = Arc::new(MemoryLedger::new());
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let wf = flow::Workflow::new((), ()).with_ledger(ledger.clone());
+    let wf = flow::Workflow::new((), ())
+        .with_ledger(ledger.clone())
+        .with_mode(mode);
     let run_id = match rt.block_on(wf.run(n)) {
         Ok(done) => done.transcript.run_id(),
         Err(aborted) => aborted.transcript.run_id(),

@@ -200,6 +200,7 @@ fn the_tool_call_journal_keeps_the_latest_call_per_place() {
             },
             attempts: 1,
             duration_us: 5,
+            audit: None,
         };
         JournalEntry::bind(1, 4, "", call)
     };

@@ -166,6 +166,7 @@ fn a_read_only_connection_creates_nothing_and_writes_nothing() {
         },
         attempts: 1,
         duration_us: 1,
+        audit: None,
     };
     let refused = reader
         .append_tool_call(

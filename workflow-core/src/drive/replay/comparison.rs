@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::ledger::{Ledger, LedgerRecord};
 use crate::spec::LedgerError;
-use crate::spec::ToolCallRecord;
 use crate::spec::{Endpoint, Receipt};
+use crate::spec::{ToolCallRecord, ToolOutcome};
 
 use crate::ledger::call_json;
 use crate::ledger::{Difference, Divergence, FirstDivergence};
@@ -80,9 +80,18 @@ fn compare(recorded: &LedgerRecord, replayed: &LedgerRecord) -> Option<Divergenc
             let json = |c: &ToolCallRecord| {
                 serde_json::to_string(c).unwrap_or_else(|_| call_json(&c.tool, &c.arguments))
             };
+            // A call audit mode let through, refused when enforced.
+            let enforced = match (x, y.map(|y| &y.outcome)) {
+                (Some(x), Some(ToolOutcome::Failed { error })) if x.audit.is_some() => {
+                    Some(Difference::Enforced {
+                        reason: error.to_string(),
+                    })
+                }
+                _ => None,
+            };
             return Some(Divergence {
                 seq,
-                difference: Difference::ToolCall { index: i as u32 },
+                difference: enforced.unwrap_or(Difference::ToolCall { index: i as u32 }),
                 recorded: x.map(json),
                 replayed: y.map(json),
             });
@@ -112,6 +121,19 @@ fn compare(recorded: &LedgerRecord, replayed: &LedgerRecord) -> Option<Divergenc
     }
     if recorded.receipt != replayed.receipt {
         let json = |r: &LedgerRecord| serde_json::to_string(&r.receipt).unwrap_or_default();
+        // A transfer audit mode let through, stopped when enforced.
+        let stopped_for = match &replayed.receipt {
+            Receipt::Rejected { reason } => Some(reason.to_string()),
+            Receipt::Escalated { reason } => Some(reason.to_string()),
+            _ => None,
+        };
+        if let (Receipt::Audited { .. }, Some(reason)) = (&recorded.receipt, stopped_for) {
+            return at(
+                Difference::Enforced { reason },
+                json(recorded),
+                json(replayed),
+            );
+        }
         return at(Difference::Receipt, json(recorded), json(replayed));
     }
     None
@@ -136,7 +158,10 @@ impl<'r> Comparison<'r> {
         // A receiver was working on the last transfer: the run goes on past it.
         let unfinished = recorded.last().is_some_and(|r| {
             matches!(r.to, Endpoint::Agent(_))
-                && matches!(r.receipt, Receipt::Accepted | Receipt::Approved { .. })
+                && matches!(
+                    r.receipt,
+                    Receipt::Accepted | Receipt::Approved { .. } | Receipt::Audited { .. }
+                )
         });
         Comparison {
             recorded,
@@ -217,5 +242,89 @@ impl Ledger for Comparison<'_> {
             .last()
             .filter(|r| r.run_id == run_id)
             .map(|r| (r.seq, r.hash.clone())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{PayloadFormat, ToolError, ToolErrorKind, TurnRecord};
+
+    /// A record from `worker` to `END` whose turn made one call of `dig`.
+    fn record(receipt: Receipt, call: ToolCallRecord) -> LedgerRecord {
+        LedgerRecord {
+            workflow: "crew".into(),
+            run_id: 1,
+            seq: 2,
+            hop: 2,
+            from: Endpoint::Agent("worker".into()),
+            to: Endpoint::End,
+            payload_type: "u32".into(),
+            payload_format: PayloadFormat::Json,
+            payload: hex::encode("3"),
+            receipt,
+            at_us: 0,
+            redelivery: false,
+            turn: Some(TurnRecord {
+                agent: "worker".into(),
+                input_seq: 1,
+                tool_calls: vec![call],
+                model_calls: Vec::new(),
+                usage: crate::spec::Usage::default(),
+                unresolved: Vec::new(),
+            }),
+            trace_id: String::new(),
+            span_id: String::new(),
+            mode: crate::spec::Mode::Audit,
+            root: None,
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    fn call(outcome: ToolOutcome, audit: Option<&str>) -> ToolCallRecord {
+        ToolCallRecord {
+            tool: "dig".into(),
+            index: 0,
+            arguments: "3".into(),
+            outcome,
+            attempts: 1,
+            duration_us: 0,
+            audit: audit.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_call_audit_mode_let_through_and_enforcement_refuses_is_named_as_enforced() {
+        let ok = ToolOutcome::Ok {
+            result: "3".into(),
+            digest: String::new(),
+        };
+        let refused = ToolError::of("dig", ToolErrorKind::OutOfScope, "the scope expired");
+        let recorded = record(
+            Receipt::Accepted,
+            call(ok.clone(), Some("the scope expired")),
+        );
+        let replayed = record(
+            Receipt::Accepted,
+            call(
+                ToolOutcome::Failed {
+                    error: refused.clone(),
+                },
+                None,
+            ),
+        );
+        let d = compare(&recorded, &replayed).expect("differs");
+        assert_eq!(
+            d.difference,
+            Difference::Enforced {
+                reason: refused.to_string()
+            }
+        );
+        // The same difference on a call that was not audited is a plain
+        // tool-call divergence.
+        let recorded = record(Receipt::Accepted, call(ok, None));
+        let d = compare(&recorded, &replayed).expect("differs");
+        assert_eq!(d.difference, Difference::ToolCall { index: 0 });
     }
 }
