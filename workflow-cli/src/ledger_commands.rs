@@ -299,11 +299,12 @@ pub(crate) fn run(
         }
         Command::Show { run, tools } => {
             let records = records(&*ledger, run)?;
-            // The run's header first: the root invariants it was pinned to.
-            say(out, root_line(records.first()));
+            // An audited run says so first, impossible to miss; then the
+            // run's header: the root invariants it was pinned to.
             if let Some(header) = audit_header(&records) {
                 say(out, header);
             }
+            say(out, root_line(records.first()));
             for r in records {
                 say(out, line(&r));
                 if tools {
