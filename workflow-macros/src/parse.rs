@@ -338,11 +338,13 @@ impl ToolArgs {
     }
 }
 
-/// `#[handoff(max_bytes = N, max_tokens = N)]` (both optional).
+/// `#[handoff(max_bytes = N, max_tokens = N, unbounded_stop)]` (all optional).
 #[derive(Default)]
 pub struct HandoffArgs {
     pub max_bytes: Option<Number<u64>>,
     pub max_tokens: Option<Number<u64>>,
+    /// `unbounded_stop`: the stop part may hold no machine-checkable condition.
+    pub unbounded_stop: Option<Ident>,
 }
 
 impl HandoffArgs {
@@ -350,7 +352,21 @@ impl HandoffArgs {
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> HandoffArgs {
         let mut args = HandoffArgs::default();
         parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["max_bytes", "max_tokens"])?;
+            if input.peek(Ident) && input.fork().parse::<Ident>()? == "unbounded_stop" {
+                let flag: Ident = input.parse()?;
+                if input.peek(Token![=]) {
+                    return Err(syn::Error::new(
+                        flag.span(),
+                        "`unbounded_stop` is a flag: write it alone, without `= ..`",
+                    ));
+                }
+                if args.unbounded_stop.is_some() {
+                    return Err(duplicate(&flag));
+                }
+                args.unbounded_stop = Some(flag);
+                return Ok(());
+            }
+            let key = parse_key(input, &["max_bytes", "max_tokens", "unbounded_stop"])?;
             let n = Number::<u64>::new(input.parse()?);
             if n.value.is_err() {
                 return Err(syn::Error::new(

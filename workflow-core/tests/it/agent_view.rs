@@ -54,7 +54,7 @@ pub mod looping {
             scope: Scope::new(authority::Count),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             round,
         }
     }

@@ -197,7 +197,7 @@ pub mod shop {
                 .iter()
                 .map(|q| Uncertainty::new(q.clone(), "a wrong parcel"))
                 .collect(),
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             tenant: order.tenant,
             item: order.item,
             note: order.note,
@@ -252,9 +252,9 @@ pub mod shop {
         };
         // A picker that spends tokens gives the packing a token budget.
         let stop = if behaviour.starts_with("charge") {
-            StopWhen::any([]).or_tokens(50)
+            StopWhen::at_hop(MAX_HOPS).or_tokens(50)
         } else {
-            StopWhen::any([])
+            StopWhen::at_hop(MAX_HOPS)
         };
         Ok(picker::Next::Packer(PackTask {
             op: Operation::new("pack", "pack it"),

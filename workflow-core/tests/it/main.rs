@@ -33,6 +33,7 @@ pub mod schema_identity;
 pub mod schemas;
 pub mod session;
 pub mod short_contract;
+pub mod stops;
 pub mod stream;
 pub mod telemetry;
 pub mod unscoped;

@@ -44,7 +44,7 @@ pub mod flow {
             scope: cx.delegate(authority::Do),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             n,
         }))
     }
