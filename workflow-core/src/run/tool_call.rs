@@ -78,6 +78,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     tool: T,
     input: T::Input,
     deps: &W::Deps,
+    root: &W::Root,
     shared: &RunShared,
     at: CallSite<'_>,
 ) -> Result<T::Output, ToolError> {
@@ -105,6 +106,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
                 crate::ledger::Served::Live => {}
             }
         }
+        check_guard::<W, T>(&input, root)?;
         let id = crate::run::CallId {
             run_id: at.run_id,
             turn_seq: at.turn_seq,
@@ -121,6 +123,23 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     }
     let (outcome, record) = record_of::<W, T>(index, arguments, outcome, attempts, duration_us);
     journal_and_log::<W, T>(shared, &at, record, outcome)
+}
+
+/// The tool's guard over its input, before its body runs: a refusal is a
+/// [`ToolErrorKind::Refused`] error, recorded like any failed call, and the
+/// body is never called. A recorded call (a replay, a resumed turn) is
+/// served as recorded instead, refusals included.
+fn check_guard<W: Workflow, T: Tool<W>>(input: &T::Input, root: &W::Root) -> Result<(), ToolError> {
+    let Some(guard) = T::GUARD else {
+        return Ok(());
+    };
+    T::guard(input, root).map_err(|why| {
+        ToolError::of(
+            T::NAME,
+            ToolErrorKind::Refused,
+            format!("guard `{guard}` refused the call before the tool ran: {why}"),
+        )
+    })
 }
 
 /// Counts the call against the run's tool-call budget.
@@ -332,6 +351,7 @@ fn tool_error_type(kind: ToolErrorKind) -> &'static str {
         ToolErrorKind::OutOfScope => "out_of_scope",
         ToolErrorKind::Budget => "budget_exhausted",
         ToolErrorKind::Timeout => "timeout",
+        ToolErrorKind::Refused => "refused",
     }
 }
 

@@ -60,7 +60,7 @@ pub mod looping {
     }
 
     /// Keeps what the counter saw (the test's window into its context).
-    #[tool]
+    #[tool(effect = read)]
     async fn note(seen: Seen, log: &Log) -> Result<(), ToolError> {
         log.lock().unwrap().push(seen);
         Ok(())

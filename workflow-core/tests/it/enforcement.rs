@@ -152,7 +152,7 @@ pub mod shop {
     }
 
     /// Finds an item; nothing for `nothing`.
-    #[tool(needs = Pick)]
+    #[tool(needs = Pick, effect = read)]
     async fn pick(item: String, shelf: &Arc<Shelf>) -> Result<Vec<String>, ToolError> {
         shelf.picks.fetch_add(1, Ordering::SeqCst);
         Ok(if item == "nothing" {
@@ -163,7 +163,7 @@ pub mod shop {
     }
 
     /// Busy (503) while it has failures left.
-    #[tool(needs = Pick, retries = 2, backoff_ms = 1)]
+    #[tool(needs = Pick, retries = 2, backoff_ms = 1, effect = read)]
     async fn flaky(n: u32, shelf: &Arc<Shelf>) -> Result<u32, ToolError> {
         let left = shelf.flaky_left.load(Ordering::SeqCst);
         if left > 0 {
@@ -174,7 +174,7 @@ pub mod shop {
     }
 
     /// Never finds the code: a 404, escalated.
-    #[tool(needs = Pick, then = escalate)]
+    #[tool(needs = Pick, then = escalate, effect = read)]
     async fn scan(code: String, _shelf: &Arc<Shelf>) -> Result<u32, ToolError> {
         Err(ToolError::status("scan", 404, format!("no code {code}")))
     }

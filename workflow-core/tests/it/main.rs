@@ -17,6 +17,7 @@ pub mod contract_parts;
 pub mod empty_ok;
 pub mod enforcement;
 pub mod entry;
+pub mod guards;
 pub mod journal_checked;
 pub mod layers;
 pub mod leases;

@@ -143,7 +143,7 @@ pub mod flow {
     }
 
     /// Counts a body run.
-    #[tool]
+    #[tool(effect = read)]
     async fn tick(agent: String, counters: &Arc<Counters>) -> Result<u32, ToolError> {
         let counter = match agent.as_str() {
             "planner" => &counters.planner,
@@ -965,7 +965,7 @@ pub mod scoped {
 
     /// The side effect that needs the `Spend` authority (counted as a
     /// worker run).
-    #[tool(needs = Spend)]
+    #[tool(needs = Spend, effect = write)]
     async fn spend(amount: u32, counters: &Arc<Counters>) -> Result<u32, ToolError> {
         Ok(counters.worker.fetch_add(amount, Ordering::SeqCst) + amount)
     }

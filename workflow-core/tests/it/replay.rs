@@ -111,7 +111,7 @@ macro_rules! ticket_version {
                 }
 
                 /// Looks an account up.
-                #[tool(needs = ReadAccount)]
+                #[tool(needs = ReadAccount, effect = read)]
                 async fn find_account(
                     query: AccountQuery,
                     crm: &Crm,

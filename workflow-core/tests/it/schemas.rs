@@ -137,7 +137,7 @@ pub mod billing {
     }
 
     /// Looks a customer up.
-    #[tool]
+    #[tool(effect = read)]
     async fn lookup_customer(
         query: CustomerQuery,
         _deps: &(),
@@ -149,7 +149,7 @@ pub mod billing {
     }
 
     /// Charges a card: a side effect that needs the `Charge` authority.
-    #[tool(needs = Charge)]
+    #[tool(needs = Charge, effect = write)]
     async fn charge_card(request: ChargeRequest, _deps: &()) -> Result<ChargeResult, ToolError> {
         Ok(ChargeResult {
             charged: request.amount,

@@ -74,7 +74,7 @@ pub mod ask {
     }
 
     /// Looks a word up.
-    #[tool(needs = Answer)]
+    #[tool(needs = Answer, effect = read)]
     async fn lookup(word: String, _deps: &()) -> Result<String, ToolError> {
         Ok(word.to_uppercase())
     }
