@@ -40,7 +40,7 @@ fn record_payload(c: &mut Criterion) {
         scope: Scope::new(counter::authority::Count),
         evidence: Vec::new(),
         open: Vec::new(),
-        stop: StopWhen::any([]),
+        stop: StopWhen::at_hop(10),
         remaining: 9,
         done: 1,
     };

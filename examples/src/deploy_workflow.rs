@@ -245,7 +245,7 @@ pub mod deploy {
     }
 
     /// Lists one page of VPCs.
-    #[tool(needs = LookupVpc)]
+    #[tool(needs = LookupVpc, effect = read)]
     async fn describe_vpcs(query: VpcQuery, cloud: &FakeCloud) -> Result<VpcPage, ToolError> {
         let start = query.page * cloud.page_size;
         let end = (start + cloud.page_size).min(cloud.vpcs.len());
@@ -254,8 +254,21 @@ pub mod deploy {
         Ok(VpcPage { vpcs, next_page })
     }
 
-    /// Changes a VPC's route table.
-    #[tool(needs = Apply, effect = write)]
+    /// Refuses a route change over the run's limit before any route is
+    /// applied (the guard of `apply_plan`).
+    fn within_route_limit(request: &ApplyRequest, root: &Root) -> Result<(), String> {
+        if request.routes > root.max_changed_routes {
+            return Err(format!(
+                "the plan changes {} routes, over the limit of {}",
+                request.routes, root.max_changed_routes
+            ));
+        }
+        Ok(())
+    }
+
+    /// Changes a VPC's route table. Its guard refuses a change over the
+    /// run's route limit before anything is applied.
+    #[tool(needs = Apply, effect = write, guard = within_route_limit)]
     async fn apply_plan(request: ApplyRequest, cloud: &FakeCloud) -> Result<Applied, ToolError> {
         let mut applied = cloud
             .applied

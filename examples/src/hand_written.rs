@@ -128,6 +128,7 @@ pub mod counter {
                 evidence: &self.evidence,
                 max_bytes: Self::MAX_BYTES,
                 max_tokens: Self::MAX_TOKENS,
+                unbounded_stop: Self::UNBOUNDED_STOP,
             }
         }
     }
@@ -174,6 +175,7 @@ pub mod counter {
                 evidence: &self.evidence,
                 max_bytes: Self::MAX_BYTES,
                 max_tokens: Self::MAX_TOKENS,
+                unbounded_stop: Self::UNBOUNDED_STOP,
             }
         }
     }
@@ -189,7 +191,7 @@ pub mod counter {
             scope: Scope::new(authority::Count),
             evidence: Vec::new(),
             open: Vec::new(),
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             remaining,
             done,
         }

@@ -78,7 +78,7 @@ pub mod counter {
             scope: Scope::new(authority::Count),
             evidence: Vec::new(),
             open: Vec::new(),
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             remaining,
             done,
         }

@@ -148,7 +148,7 @@ pub fn diagnosis_reply() -> serde_json::Value {
             "question": "Was anything else deployed at 14:05?",
             "impact": "a rollback of payments-api alone may not restore checkout"
         }],
-        "stop": [],
+        "stop": [{"kind": "hop_reached", "hop": 6}],
         "service": "payments-api",
         "severity": "outage",
         "hypothesis": "the 14:05 deploy of payments-api broke checkout"

@@ -150,7 +150,7 @@ pub mod payment {
             scope: cx.delegate(authority::Charge),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             customer: order.customer,
             amount: order.amount,
         }))

@@ -161,7 +161,7 @@ pub mod relay {
             scope: cx.delegate(authority::Check),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             value: stored.value,
         }))
     }
@@ -177,7 +177,7 @@ pub mod relay {
             scope: cx.delegate(authority::Publish),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             value: stored.value,
         }))
     }

@@ -133,7 +133,7 @@ pub mod triage {
     }
 
     /// The open incidents of a service: none is an answer, not a failure.
-    #[tool(needs = Diagnose)]
+    #[tool(needs = Diagnose, effect = read)]
     async fn status_page(
         service: String,
         desk: &Desk,

@@ -70,7 +70,7 @@ pub mod review {
     }
 
     /// The reviewing model (scripted): does it accept draft `number`?
-    #[tool]
+    #[tool(effect = read)]
     async fn judge(number: u32, script: &ScriptedReviewer) -> Result<bool, ToolError> {
         Ok(script.accepts_draft == Some(number))
     }

@@ -68,7 +68,7 @@ pub mod desk {
                 scope: cx.delegate(authority::Fix),
                 evidence: vec![],
                 open: vec![],
-                stop: StopWhen::any([]),
+                stop: StopWhen::at_hop(cx.hop() + 8),
                 service: "api".into(),
             }
         } else {
@@ -83,7 +83,7 @@ pub mod desk {
     }
 }
 
-const GOOD: &str = r#"{"op":{"name":"fix","detail":"restart it"},"scope":{"authority":"Fix","expires":"never"},"evidence":[],"open":[],"stop":[],"service":"api"}"#;
+const GOOD: &str = r#"{"op":{"name":"fix","detail":"restart it"},"scope":{"authority":"Fix","expires":"never"},"evidence":[],"open":[],"stop":[{"kind":"hop_reached","hop":10}],"service":"api"}"#;
 const BAD: &str = r#"{"op":{"name":"fix","detail":"restart it"},"scope":{"authority":"Fix","expires":"never"},"open":[],"stop":[],"service":"api"}"#;
 
 fn seam(c: &mut Criterion) {

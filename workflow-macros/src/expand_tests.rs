@@ -49,7 +49,7 @@ fn review_loop() -> TokenStream {
                 pub text: String,
             }
 
-            #[tool(needs = Approve)]
+            #[tool(needs = Approve, effect = read)]
             async fn publish(text: String, _d: &()) -> Result<bool, ToolError> { Ok(true) }
 
             #[agent(owns = [Write], to = [reviewer], timeout_ms = 500)]
@@ -408,9 +408,9 @@ fn building_the_model_reports_nothing_the_rules_report() {
         quote!(entry = a, output = String),
         syn::parse_quote! {
             mod m {
-                #[tool]
+                #[tool(effect = read)]
                 async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
-                #[tool]
+                #[tool(effect = read)]
                 async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
                 #[agent(to = [END])]
                 #[pre(q.parse::<u32>()? > 1, "a number")]

@@ -262,12 +262,17 @@ impl AgentArgs {
     }
 }
 
-/// `#[tool(needs = Authority, effect = write, retries = N, backoff_ms = N, then = escalate)]`
-/// (every argument is optional).
+/// `#[tool(needs = Authority, effect = write, guard = path, retries = N, backoff_ms = N, then = escalate)]`
+/// (`effect` is required, checked in `check`; the rest are optional).
 #[derive(Default)]
 pub struct ToolArgs {
     pub needs: Option<Ident>,
     pub effect: Option<Keyword<Effect>>,
+    /// `guard = path`: a function over the input and the root, checked
+    /// before a write or destructive tool acts.
+    pub guard: Option<syn::Path>,
+    /// `effect = ..` was written (its value may be misspelt, reported).
+    pub effect_written: bool,
     pub retries: Option<Number<u32>>,
     pub backoff_ms: Option<Number<u64>>,
     pub then: Option<Keyword<Then>>,
@@ -278,7 +283,10 @@ impl ToolArgs {
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
         let mut args = ToolArgs::default();
         parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["needs", "effect", "retries", "backoff_ms", "then"])?;
+            let key = parse_key(
+                input,
+                &["needs", "effect", "guard", "retries", "backoff_ms", "then"],
+            )?;
             // A keyword from `allowed`, read by `from_name`.
             fn one_of<T>(
                 key: &Ident,
@@ -306,7 +314,9 @@ impl ToolArgs {
             }
             match key.to_string().as_str() {
                 "needs" if args.needs.is_none() => args.needs = Some(input.parse()?),
+                "guard" if args.guard.is_none() => args.guard = Some(input.parse()?),
                 "effect" if args.effect.is_none() => {
+                    args.effect_written = true;
                     args.effect = Some(one_of(
                         &key,
                         input.parse()?,
@@ -338,11 +348,13 @@ impl ToolArgs {
     }
 }
 
-/// `#[handoff(max_bytes = N, max_tokens = N)]` (both optional).
+/// `#[handoff(max_bytes = N, max_tokens = N, unbounded_stop)]` (all optional).
 #[derive(Default)]
 pub struct HandoffArgs {
     pub max_bytes: Option<Number<u64>>,
     pub max_tokens: Option<Number<u64>>,
+    /// `unbounded_stop`: the stop part may hold no machine-checkable condition.
+    pub unbounded_stop: Option<Ident>,
 }
 
 impl HandoffArgs {
@@ -350,7 +362,21 @@ impl HandoffArgs {
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> HandoffArgs {
         let mut args = HandoffArgs::default();
         parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["max_bytes", "max_tokens"])?;
+            if input.peek(Ident) && input.fork().parse::<Ident>()? == "unbounded_stop" {
+                let flag: Ident = input.parse()?;
+                if input.peek(Token![=]) {
+                    return Err(syn::Error::new(
+                        flag.span(),
+                        "`unbounded_stop` is a flag: write it alone, without `= ..`",
+                    ));
+                }
+                if args.unbounded_stop.is_some() {
+                    return Err(duplicate(&flag));
+                }
+                args.unbounded_stop = Some(flag);
+                return Ok(());
+            }
+            let key = parse_key(input, &["max_bytes", "max_tokens", "unbounded_stop"])?;
             let n = Number::<u64>::new(input.parse()?);
             if n.value.is_err() {
                 return Err(syn::Error::new(

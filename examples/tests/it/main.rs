@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod campaign;
 pub mod crash;
 pub mod crash_tools;
+pub mod deploy_guard;
 pub mod hand_written;
 pub mod journal_tamper;
 pub mod model_triage;

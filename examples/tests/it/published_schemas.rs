@@ -85,7 +85,10 @@ fn tools_are_published_as_mcp_definitions_with_their_effects() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["describe_vpcs", "apply_plan"]);
     let apply = &tools[1];
-    assert_eq!(apply.description, "Changes a VPC's route table.");
+    assert_eq!(
+        apply.description,
+        "Changes a VPC's route table. Its guard refuses a change over the run's route limit before anything is applied."
+    );
     assert!(!apply.annotations.read_only_hint, "apply_plan writes");
     assert!(!apply.annotations.destructive_hint);
     assert_eq!(apply.annotations.needs.as_deref(), Some("Apply"));

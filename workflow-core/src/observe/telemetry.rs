@@ -374,6 +374,7 @@ mod recording {
             RejectReason::HopCap { .. } => "hop_cap",
             RejectReason::ScopeExpired { .. } => "scope_expired",
             RejectReason::StopConditionMet { .. } => "stop_condition_met",
+            RejectReason::StopUnchecked => "stop_unchecked",
             RejectReason::ScopeNotOwned { .. } => "scope_not_owned",
             RejectReason::DeadlinePassed { .. } => "deadline_passed",
             RejectReason::BudgetExhausted { .. } => "budget_exhausted",

@@ -353,6 +353,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             "error.type" = tracing::field::Empty,
         );
         let deps = self.deps;
+        let root = self.root;
         let shared = self.shared.clone();
         let at = CallSite {
             agent: self.agent_name(),
@@ -364,7 +365,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             journal: self.journal.clone(),
             mode: self.mode,
         };
-        let call = async move { call_tool::<W, T>(tool, input, deps, &shared, at).await };
+        let call = async move { call_tool::<W, T>(tool, input, deps, root, &shared, at).await };
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
         let call = crate::observe::telemetry::timed_tool::<W, T, _>(call);

@@ -6,7 +6,8 @@
 //! to reject, or `None`; the first reason found decides the receipt.
 //!
 //! The order: hop cap, run deadline, budgets, scope owned by the receiver,
-//! scope not expired, stop conditions, a returned handoff sent again
+//! scope not expired, a stop part with a machine-checkable condition, stop
+//! conditions, a returned handoff sent again
 //! unchanged, then the checks on the payload as JSON (size in bytes and in
 //! tokens, forbidden fields, the invariants' predicates, the executor's
 //! gate), then the receiver's pinned fields and `#[pre]` conditions
@@ -18,6 +19,15 @@ use std::borrow::Cow;
 use crate::run::{Context, Runtime};
 use crate::spec::{Agent, ContractView, Invariants, Moment, RejectReason, TransferView};
 use crate::spec::{Authority, UnknownAuthority, Workflow};
+
+/// The contract's stop part has no machine-checkable condition and its
+/// handoff type does not opt out (`#[handoff(unbounded_stop)]`).
+fn check_stop_checkable(contract: &ContractView<'_>) -> Option<RejectReason> {
+    if contract.unbounded_stop || contract.stop.checkable() {
+        return None;
+    }
+    Some(RejectReason::StopUnchecked)
+}
 
 impl<'x, W: Workflow> Runtime<'x, W> {
     /// The receipt checks before the pre-conditions, in order; the first
@@ -33,6 +43,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .or_else(|| self.check_budgets())
             .or_else(|| contract.and_then(check_scope_owned::<W, A>))
             .or_else(|| contract.and_then(|c| self.check_scope_expired(c)))
+            .or_else(|| contract.and_then(check_stop_checkable))
             .or_else(|| contract.and_then(|c| self.check_stop_conditions(c)))
             .or_else(|| self.check_resent_unchanged())
             .or_else(|| self.check_transfer(contract))
@@ -111,6 +122,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// One of the contract's stop conditions is already met.
+    ///
+    /// (Runs after [`check_stop_checkable`].)
     fn check_stop_conditions(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
         let condition = contract.stop.met_at(&self.moment())?;
         Some(RejectReason::StopConditionMet { condition })

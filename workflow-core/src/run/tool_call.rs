@@ -80,6 +80,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     tool: T,
     input: T::Input,
     deps: &W::Deps,
+    root: &W::Root,
     shared: &RunShared,
     at: CallSite<'_>,
 ) -> Result<T::Output, ToolError> {
@@ -115,6 +116,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
                 crate::ledger::Served::Live => {}
             }
         }
+        check_guard::<W, T>(&input, root)?;
         let id = crate::run::CallId {
             run_id: at.run_id,
             turn_seq: at.turn_seq,
@@ -132,6 +134,23 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
     let (outcome, mut record) = record_of::<W, T>(index, arguments, outcome, attempts, duration_us);
     record.audit = audit;
     journal_and_log::<W, T>(shared, &at, record, outcome)
+}
+
+/// The tool's guard over its input, before its body runs: a refusal is a
+/// [`ToolErrorKind::Refused`] error, recorded like any failed call, and the
+/// body is never called. A recorded call (a replay, a resumed turn) is
+/// served as recorded instead, refusals included.
+fn check_guard<W: Workflow, T: Tool<W>>(input: &T::Input, root: &W::Root) -> Result<(), ToolError> {
+    let Some(guard) = T::GUARD else {
+        return Ok(());
+    };
+    T::guard(input, root).map_err(|why| {
+        ToolError::of(
+            T::NAME,
+            ToolErrorKind::Refused,
+            format!("guard `{guard}` refused the call before the tool ran: {why}"),
+        )
+    })
 }
 
 /// Counts the call against the run's tool-call budget.
@@ -344,6 +363,7 @@ fn tool_error_type(kind: ToolErrorKind) -> &'static str {
         ToolErrorKind::OutOfScope => "out_of_scope",
         ToolErrorKind::Budget => "budget_exhausted",
         ToolErrorKind::Timeout => "timeout",
+        ToolErrorKind::Refused => "refused",
     }
 }
 

@@ -298,7 +298,22 @@ pub enum StopCondition {
     },
 }
 
+impl StopCondition {
+    /// Whether the executor checks this condition itself (a hop, a
+    /// deadline, a token budget), as opposed to one stated in words that
+    /// only the receiver can watch for.
+    pub fn is_checkable(&self) -> bool {
+        !matches!(self, StopCondition::Described { .. })
+    }
+}
+
 /// The explicit stop conditions of a handoff; on the wire, a list.
+///
+/// At least one condition must be machine-checkable: a list that is empty
+/// or holds only [`StopCondition::Described`] conditions is rejected at the
+/// receipt unless the handoff type opts out with
+/// `#[handoff(unbounded_stop)]`. Described conditions stay as documentation
+/// beside checkable ones.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct StopWhen {
@@ -403,6 +418,11 @@ impl<A: Authority> AuthorityScope for Scope<A> {
 pub trait StopConditions {
     /// A description of the first condition met at `moment`, if any.
     fn met_at(&self, moment: &Moment) -> Option<String>;
+    /// Whether at least one condition is machine-checkable (a hop, a
+    /// deadline, a token budget): a stop part without one is rejected at
+    /// the receipt ([`RejectReason::StopUnchecked`](crate::RejectReason))
+    /// unless its handoff is `#[handoff(unbounded_stop)]`.
+    fn checkable(&self) -> bool;
 }
 
 impl StopConditions for StopWhen {
@@ -413,6 +433,10 @@ impl StopConditions for StopWhen {
             StopCondition::TokensSpent { tokens } => format!("{tokens} tokens spent"),
             StopCondition::Described { text } => text.clone(),
         })
+    }
+
+    fn checkable(&self) -> bool {
+        self.any.iter().any(StopCondition::is_checkable)
     }
 }
 
@@ -439,6 +463,9 @@ pub struct ContractView<'a> {
     /// The largest payload the handoff allows, in tokens of JSON counted by
     /// the executor's token counter (`#[handoff(max_tokens = N)]`).
     pub max_tokens: Option<u64>,
+    /// Whether the handoff accepts a stop part with no machine-checkable
+    /// condition (`#[handoff(unbounded_stop)]`).
+    pub unbounded_stop: bool,
 }
 
 /// The type of an `#[uncertainty]` part: lists the open questions.
@@ -513,6 +540,9 @@ pub trait Handoff: Payload {
     const MAX_BYTES: Option<u64> = None;
     /// The largest payload allowed, in tokens.
     const MAX_TOKENS: Option<u64> = None;
+    /// Whether a stop part with no machine-checkable condition is accepted
+    /// (`#[handoff(unbounded_stop)]`); by default it is rejected.
+    const UNBOUNDED_STOP: bool = false;
     /// The parts the executor checks at the receipt.
     fn contract(&self) -> ContractView<'_>;
 }

@@ -128,6 +128,9 @@ pub enum ToolErrorKind {
     Budget,
     /// The tool ran past the time it was given.
     Timeout,
+    /// The tool's guard (`#[tool(guard = path)]`) refused the input: the
+    /// tool's body never ran. Not retried (the same input is refused again).
+    Refused,
 }
 
 /// ` (partial result)` for every class but a plain failure.
@@ -162,6 +165,7 @@ impl fmt::Display for ToolErrorKind {
             ToolErrorKind::OutOfScope => f.write_str("out of scope"),
             ToolErrorKind::Budget => f.write_str("budget exhausted"),
             ToolErrorKind::Timeout => f.write_str("timed out"),
+            ToolErrorKind::Refused => f.write_str("refused by its guard"),
         }
     }
 }

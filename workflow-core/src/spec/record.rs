@@ -39,6 +39,10 @@ pub enum RejectReason {
         /// Which condition.
         condition: String,
     },
+    /// The stop part holds no machine-checkable condition (no hop, deadline
+    /// or token budget: empty, or only conditions stated in words), and the
+    /// handoff type does not opt out with `#[handoff(unbounded_stop)]`.
+    StopUnchecked,
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
     // True of every edge of a generated workflow, the caller's into the
@@ -142,6 +146,9 @@ impl fmt::Display for RejectReason {
             RejectReason::StopConditionMet { condition } => {
                 write!(f, "stop condition met: {condition}")
             }
+            RejectReason::StopUnchecked => f.write_str(
+                "the stop part has no machine-checkable condition (a hop, a deadline or a token budget); conditions in words alone do not stop anything",
+            ),
             RejectReason::ScopeNotOwned { authority } => {
                 write!(f, "the receiver does not own authority `{authority}`")
             }

@@ -12,12 +12,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
-    /// Reads only (the default).
+    /// Reads only. (The `Default` of this type, for hand-written tools;
+    /// `#[tool]` has no default: every tool declares its effect.)
     #[default]
     Read,
-    /// Changes state; needs an authority, so it has exactly one owner.
+    /// Changes state; needs an authority, so it has exactly one owner. Can
+    /// have a guard checked before it acts (`#[tool(guard = path)]`).
     Write,
-    /// Changes state in a way that cannot be undone; needs an authority.
+    /// Changes state in a way that cannot be undone (a delete, a drop, a
+    /// payment that cannot be refunded); needs an authority, can have a
+    /// guard, and is published as MCP's `destructiveHint`.
     Destructive,
 }
 

@@ -176,10 +176,22 @@ pub trait Tool<W: Workflow>: Copy + Send + Sync + 'static {
     const EFFECT: Effect = Effect::Read;
     /// What happens when a call fails.
     const FALLBACK: Fallback = Fallback::ABORT;
+    /// The name of the tool's guard (`#[tool(guard = path)]`), if it has
+    /// one: [`guard`](Self::guard) is then checked before every live call.
+    const GUARD: Option<&'static str> = None;
     /// Its input.
     type Input: Payload;
     /// Its output: fails fast when empty, partial or a failure status.
     type Output: Payload + FailFast;
+    /// The tool's guard over its input and the run's root invariants,
+    /// checked before the tool acts when [`GUARD`](Self::GUARD) is set: an
+    /// `Err` is a [`ToolErrorKind::Refused`](crate::ToolErrorKind) error,
+    /// recorded with the turn's tool calls, and the tool's body never runs.
+    /// Accepts everything unless overridden.
+    fn guard(input: &Self::Input, root: &W::Root) -> Result<(), String> {
+        let _ = (input, root);
+        Ok(())
+    }
     /// Calls the tool. Only `cx.call` can: it alone makes the
     /// [`ToolCallPermit`], after the grant, the scope and the budget are
     /// checked, and it records the call; an agent cannot call a tool around

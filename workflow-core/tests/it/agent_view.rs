@@ -54,13 +54,13 @@ pub mod looping {
             scope: Scope::new(authority::Count),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             round,
         }
     }
 
     /// Keeps what the counter saw (the test's window into its context).
-    #[tool]
+    #[tool(effect = read)]
     async fn note(seen: Seen, log: &Log) -> Result<(), ToolError> {
         log.lock().unwrap().push(seen);
         Ok(())

@@ -10,14 +10,14 @@ pub mod lookup {
     use super::*;
 
     /// Incidents on the status page: none is an answer.
-    #[tool]
+    #[tool(effect = read)]
     async fn incidents(service: String, _deps: &()) -> Result<EmptyOk<Vec<String>>, ToolError> {
         let _ = service;
         Ok(EmptyOk(vec![]))
     }
 
     /// The same search, fail-fast as by default.
-    #[tool]
+    #[tool(effect = read)]
     async fn incidents_strict(service: String, _deps: &()) -> Result<Vec<String>, ToolError> {
         let _ = service;
         Ok(vec![])

@@ -156,7 +156,7 @@ pub mod shop {
     }
 
     /// Finds an item; nothing for `nothing`.
-    #[tool(needs = Pick)]
+    #[tool(needs = Pick, effect = read)]
     async fn pick(item: String, shelf: &Arc<Shelf>) -> Result<Vec<String>, ToolError> {
         shelf.picks.fetch_add(1, Ordering::SeqCst);
         Ok(if item == "nothing" {
@@ -167,7 +167,7 @@ pub mod shop {
     }
 
     /// Busy (503) while it has failures left.
-    #[tool(needs = Pick, retries = 2, backoff_ms = 1)]
+    #[tool(needs = Pick, retries = 2, backoff_ms = 1, effect = read)]
     async fn flaky(n: u32, shelf: &Arc<Shelf>) -> Result<u32, ToolError> {
         let left = shelf.flaky_left.load(Ordering::SeqCst);
         if left > 0 {
@@ -178,7 +178,7 @@ pub mod shop {
     }
 
     /// Never finds the code: a 404, escalated.
-    #[tool(needs = Pick, then = escalate)]
+    #[tool(needs = Pick, then = escalate, effect = read)]
     async fn scan(code: String, _shelf: &Arc<Shelf>) -> Result<u32, ToolError> {
         Err(ToolError::status("scan", 404, format!("no code {code}")))
     }
@@ -201,7 +201,7 @@ pub mod shop {
                 .iter()
                 .map(|q| Uncertainty::new(q.clone(), "a wrong parcel"))
                 .collect(),
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             tenant: order.tenant,
             item: order.item,
             note: order.note,
@@ -256,9 +256,9 @@ pub mod shop {
         };
         // A picker that spends tokens gives the packing a token budget.
         let stop = if behaviour.starts_with("charge") {
-            StopWhen::any([]).or_tokens(50)
+            StopWhen::at_hop(MAX_HOPS).or_tokens(50)
         } else {
-            StopWhen::any([])
+            StopWhen::at_hop(MAX_HOPS)
         };
         Ok(picker::Next::Packer(PackTask {
             op: Operation::new("pack", "pack it"),

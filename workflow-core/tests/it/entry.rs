@@ -49,7 +49,10 @@ fn task(scope: Scope<flow::authority::Go>, stop: StopWhen) -> flow::Task {
 async fn an_entry_handoff_with_an_expired_scope_is_rejected() {
     let wf = flow::Workflow::new((), ());
     let expired = Scope::new(flow::authority::Go).until_unix_ms(1);
-    let aborted = wf.run(task(expired, StopWhen::any([]))).await.unwrap_err();
+    let aborted = wf
+        .run(task(expired, StopWhen::at_hop(flow::MAX_HOPS)))
+        .await
+        .unwrap_err();
     let expired = RejectReason::ScopeExpired {
         authority: "Go".into(),
     };
@@ -77,7 +80,10 @@ async fn an_entry_handoff_whose_stop_condition_is_met_is_rejected() {
 async fn a_valid_entry_handoff_is_accepted() {
     let wf = flow::Workflow::new((), ());
     let done = wf
-        .run(task(Scope::new(flow::authority::Go), StopWhen::any([])))
+        .run(task(
+            Scope::new(flow::authority::Go),
+            StopWhen::at_hop(flow::MAX_HOPS),
+        ))
         .await
         .unwrap();
     assert_eq!(done.output.0, 1);

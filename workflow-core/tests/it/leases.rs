@@ -69,7 +69,7 @@ pub mod stamp {
             scope: cx.delegate(authority::Write),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             value,
         }))
     }

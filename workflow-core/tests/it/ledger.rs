@@ -37,7 +37,7 @@ pub mod flow {
             scope: Scope::new(authority::Count),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             left,
         }
     }

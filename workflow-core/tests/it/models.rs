@@ -104,7 +104,7 @@ fn valid() -> serde_json::Value {
         "scope": {"authority": "Fix", "expires": "never"},
         "evidence": [],
         "open": [],
-        "stop": [],
+        "stop": [{"kind": "hop_reached", "hop": 10}],
         "service": "api",
         "severity": 3
     })

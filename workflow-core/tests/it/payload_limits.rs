@@ -83,7 +83,7 @@ pub fn shape(spec: &Ask) -> deep::Shape {
         scope: Scope::new(deep::authority::Check),
         evidence: vec![],
         open: vec![],
-        stop: StopWhen::any([]),
+        stop: StopWhen::at_hop(deep::MAX_HOPS),
         amount: spec.amount.parse().unwrap_or(0.0),
         value: nest(spec.depth),
     }
@@ -139,7 +139,7 @@ pub mod guarded {
             scope: Scope::new(authority::Receive),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             amount: spec.amount.parse().unwrap_or(0.0),
             value: nest(spec.depth),
         }))

@@ -50,7 +50,7 @@ pub mod desk {
             scope: cx.delegate(authority::Work),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             owner,
         }))
     }

@@ -100,6 +100,7 @@ impl Agent<Broken> for Only {
             evidence: &NO_EVIDENCE,
             max_bytes: None,
             max_tokens: None,
+            unbounded_stop: false,
         })
     }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {

@@ -63,7 +63,7 @@ impl Job {
             rounds,
             amount: 10,
             expires: Expiry::Never,
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(flow::MAX_HOPS),
             fail: false,
             lazy: false,
             sleep_ms: 0,
@@ -143,7 +143,7 @@ pub mod flow {
     }
 
     /// Counts a body run.
-    #[tool]
+    #[tool(effect = read)]
     async fn tick(agent: String, counters: &Arc<Counters>) -> Result<u32, ToolError> {
         let counter = match agent.as_str() {
             "planner" => &counters.planner,
@@ -199,7 +199,7 @@ pub mod flow {
                 }))
                 .collect(),
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             remaining: task.remaining,
             done: if task.lazy { task.done } else { task.done + 1 },
             lazy: task.lazy,
@@ -218,7 +218,7 @@ pub mod flow {
             scope: cx.delegate(authority::Work),
             evidence: vec![],
             open: vec![Uncertainty::new("is it right now?", "another round")],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             amount: 0,
             remaining: check.remaining - 1,
             done: check.done,
@@ -290,7 +290,7 @@ pub mod pingpong {
             scope: Scope::new(authority::Hit),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(MAX_HOPS),
             hits,
             goal,
         }
@@ -303,7 +303,7 @@ pub mod pingpong {
             scope: cx.delegate(authority::Block),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             hits: ball.hits + 1,
             goal: ball.goal,
         }))
@@ -354,7 +354,7 @@ pub mod capped {
             scope: cx.delegate(authority::Finish),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             value,
         }))
     }
@@ -965,7 +965,7 @@ pub mod scoped {
 
     /// The side effect that needs the `Spend` authority (counted as a
     /// worker run).
-    #[tool(needs = Spend)]
+    #[tool(needs = Spend, effect = write)]
     async fn spend(amount: u32, counters: &Arc<Counters>) -> Result<u32, ToolError> {
         Ok(counters.worker.fetch_add(amount, Ordering::SeqCst) + amount)
     }
@@ -980,7 +980,7 @@ pub mod scoped {
             scope: cx.delegate(authority::Spend).until_unix_ms(now + valid_ms),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             dawdle_ms: if valid_ms < 1_000 { valid_ms * 3 } else { 0 },
         }))
     }

@@ -111,7 +111,7 @@ macro_rules! ticket_version {
                 }
 
                 /// Looks an account up.
-                #[tool(needs = ReadAccount)]
+                #[tool(needs = ReadAccount, effect = read)]
                 async fn find_account(
                     query: AccountQuery,
                     crm: &Crm,
@@ -134,7 +134,7 @@ macro_rules! ticket_version {
                         scope: cx.delegate(authority::ReadAccount),
                         evidence: vec![],
                         open: vec![],
-                        stop: StopWhen::any([]),
+                        stop: StopWhen::at_hop(cx.hop() + 8),
                         customer: q.customer,
                     }))
                 }
@@ -150,7 +150,7 @@ macro_rules! ticket_version {
                         scope: cx.delegate(authority::Reply),
                         evidence: vec![Evidence::complete("find_account", account.plan.clone())],
                         open: vec![],
-                        stop: StopWhen::any([]),
+                        stop: StopWhen::at_hop(cx.hop() + 8),
                         summary: $summary(&account),
                     }))
                 }

@@ -137,7 +137,7 @@ pub mod billing {
     }
 
     /// Looks a customer up.
-    #[tool]
+    #[tool(effect = read)]
     async fn lookup_customer(
         query: CustomerQuery,
         _deps: &(),
@@ -149,7 +149,7 @@ pub mod billing {
     }
 
     /// Charges a card: a side effect that needs the `Charge` authority.
-    #[tool(needs = Charge)]
+    #[tool(needs = Charge, effect = write)]
     async fn charge_card(request: ChargeRequest, _deps: &()) -> Result<ChargeResult, ToolError> {
         Ok(ChargeResult {
             charged: request.amount,
@@ -206,7 +206,7 @@ pub mod billing {
                 Evidence::complete("charge_card", "charged").resolving("is the card still valid?"),
             ],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             customer: task.customer,
             charged: result.charged,
             attempt: task.attempt,
@@ -222,7 +222,7 @@ pub mod billing {
                 scope: cx.delegate(authority::Charge),
                 evidence: vec![Evidence::partial("auditor", "the receipt was unreadable")],
                 open: vec![],
-                stop: StopWhen::any([]),
+                stop: StopWhen::at_hop(cx.hop() + 8),
                 customer: task.customer,
                 amount: task.charged,
                 attempt: task.attempt + 1,

@@ -12,7 +12,7 @@ pub mod flow {
     use super::*;
 
     /// Fails when asked for 0.
-    #[tool]
+    #[tool(effect = read)]
     async fn check(n: u32, _deps: &Deps) -> Result<u32, ToolError> {
         if n == 0 {
             return Err(ToolError::new("check", "zero is not allowed"));

@@ -241,6 +241,7 @@ impl Agent<Keys> for Guard {
             evidence: &NO_EVIDENCE,
             max_bytes: None,
             max_tokens: None,
+            unbounded_stop: false,
         })
     }
     async fn run(task: Task, cx: Context<'_, Keys, Self>) -> Result<Next, Reject> {

@@ -29,7 +29,7 @@ pub mod flow {
         pub n: u32,
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn double(n: u32, _deps: &()) -> Result<u32, ToolError> {
         if n == 7 {
             return Err(ToolError::new("double", "seven is not doubled"));
@@ -44,7 +44,7 @@ pub mod flow {
             scope: cx.delegate(authority::Do),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             n,
         }))
     }

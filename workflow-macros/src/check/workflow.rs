@@ -343,10 +343,33 @@ fn check_on_reject(cx: &Ctxt, wf: &Workflow, entry: Option<usize>) {
     }
 }
 
-/// A tool that changes the world (`effect = write` or `destructive`) needs
-/// an authority, so that exactly one agent owns it.
+/// Every tool declares its effect (`read`, `write` or `destructive`: no
+/// default, so a writing tool is never taken for a reading one); a tool that
+/// changes the world needs an authority, so that exactly one agent owns it;
+/// a guard is for a tool that changes the world.
 fn check_tool_effects(cx: &Ctxt, wf: &Workflow) {
     for t in &wf.tools {
+        // A misspelt value is reported where it was parsed.
+        if t.args.effect.is_none() && !t.args.effect_written {
+            cx.error_spanned_by(
+                &t.name,
+                format!(
+                    "tool `{}` does not declare its effect: add `effect = read` (it only reads), `effect = write` (it changes state) or `effect = destructive` (it changes state in a way that cannot be undone) to its `#[tool(..)]`",
+                    t.name
+                ),
+            );
+        }
+        if let (Some(guard), Some(effect)) = (&t.args.guard, &t.args.effect)
+            && effect.value == Effect::Read
+        {
+            cx.error_spanned_by(
+                guard,
+                format!(
+                    "tool `{}` has a guard but `effect = read`: a guard stops a tool before it changes the world, and a read tool changes nothing; declare `effect = write` or `effect = destructive`, or remove the guard",
+                    t.name
+                ),
+            );
+        }
         if let Some(effect) = &t.args.effect
             && effect.value != Effect::Read
             && t.needs.is_none()

@@ -178,6 +178,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
             None => quote!(::workflow_core::__private::Option::None),
         };
     let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
+    let unbounded_stop = h.args.unbounded_stop.is_some();
     let View {
         authority,
         expires,
@@ -191,6 +192,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
             const PARTS: &'static [(&'static str, &'static str)] = #parts;
             const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
             const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
+            const UNBOUNDED_STOP: bool = #unbounded_stop;
             fn contract(&self) -> ::workflow_core::__private::ContractView<'_> {
                 ::workflow_core::__private::ContractView {
                     parts: <Self as ::workflow_core::__private::Handoff>::PARTS,
@@ -201,6 +203,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
                     evidence: #evidence,
                     max_bytes: <Self as ::workflow_core::__private::Handoff>::MAX_BYTES,
                     max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
+                    unbounded_stop: <Self as ::workflow_core::__private::Handoff>::UNBOUNDED_STOP,
                 }
             }
         }

@@ -90,6 +90,7 @@ pub fn tool_effect(t: &Tool) -> TokenStream {
     match t.args.effect.as_ref().map(|e| e.value) {
         Some(Effect::Write) => quote!(::workflow_core::__private::Effect::Write),
         Some(Effect::Destructive) => quote!(::workflow_core::__private::Effect::Destructive),
+        // `None` is a compile error already (`check_tool_effects`).
         Some(Effect::Read) | None => quote!(::workflow_core::__private::Effect::Read),
     }
 }

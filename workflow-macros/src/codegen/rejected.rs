@@ -50,6 +50,7 @@ pub fn handoff_impl(ident: &Ident, generics: &Generics) -> TokenStream {
                     evidence: &#p::NO_EVIDENCE,
                     max_bytes: #p::Option::None,
                     max_tokens: #p::Option::None,
+                    unbounded_stop: false,
                 }
             }
         }

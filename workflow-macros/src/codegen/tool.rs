@@ -55,6 +55,21 @@ pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
     let output_decl = quote::quote_spanned!(output_span=> type Output = #output_alias;);
     let effect = tool_effect(t);
     let fallback = tool_fallback(t);
+    let guard = t.args.guard.as_ref().map(|path| {
+        let name = quote!(#path).to_string().replace(' ', "");
+        let span = syn::spanned::Spanned::span(path);
+        let call = quote::quote_spanned!(span=> #path(input, root));
+        quote! {
+            const GUARD: ::workflow_core::__private::Option<&'static str> =
+                ::workflow_core::__private::Option::Some(#name);
+            fn guard(
+                input: &#input_alias,
+                root: &<Spec as ::workflow_core::__private::Workflow>::Root,
+            ) -> ::workflow_core::__private::Result<(), ::workflow_core::__private::String> {
+                #call
+            }
+        }
+    });
     let (body, allow) = if !t.callable {
         (
             quote! {
@@ -82,6 +97,7 @@ pub fn sealed(item: &syn::ItemFn, t: &Tool) -> TokenStream {
                 const NEEDS: ::workflow_core::__private::Option<&'static str> = #needs;
                 const EFFECT: ::workflow_core::__private::Effect = #effect;
                 const FALLBACK: ::workflow_core::__private::Fallback = #fallback;
+                #guard
                 type Input = #input_alias;
                 #output_decl
                 fn call(

@@ -239,7 +239,7 @@ fn valid() -> Value {
         "scope": {"authority": "Fix", "expires": "never"},
         "evidence": [],
         "open": [],
-        "stop": [],
+        "stop": [{"kind": "hop_reached", "hop": 10}],
         "service": "api"
     })
 }

@@ -6,7 +6,7 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn shout(text: &'static str, _deps: &()) -> Result<String, ToolError> {
         Ok(text.to_uppercase())
     }

@@ -7,7 +7,7 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool(needs = Apply)]
+    #[tool(needs = Apply, effect = read)]
     async fn apply_plan(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

@@ -29,7 +29,7 @@ mod wf {
             scope: cx.delegate(authority::Classify),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
         }))
     }
 

@@ -8,7 +8,7 @@ async fn writer(topic: String) -> String {
     topic
 }
 
-#[tool]
+#[tool(effect = read)]
 async fn lookup(word: String, _deps: &()) -> Result<String, ToolError> {
     Ok(word)
 }

@@ -6,7 +6,7 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

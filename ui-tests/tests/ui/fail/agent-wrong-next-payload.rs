@@ -42,7 +42,7 @@ mod wf {
             scope: cx.delegate(authority::Write),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
         }))
     }
 

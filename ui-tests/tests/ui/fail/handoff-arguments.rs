@@ -1,4 +1,5 @@
-//! `#[handoff]` and the part markers take no arguments.
+//! `#[handoff]` takes only its own arguments (`unbounded_stop` is a flag,
+//! without a value), and the part markers take none.
 
 use workflow_core::prelude::*;
 
@@ -14,6 +15,20 @@ mod wf {
     #[handoff(strict)]
     pub struct Task {
         #[operation(name = "review")]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Act>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[handoff(unbounded_stop = true)]
+    pub struct Watch {
+        #[operation]
         pub op: Operation,
         #[authority]
         pub scope: Scope<authority::Act>,

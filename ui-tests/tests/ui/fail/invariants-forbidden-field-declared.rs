@@ -59,7 +59,7 @@ mod wf {
 
     impl FailFast for Lookup {}
 
-    #[tool]
+    #[tool(effect = read)]
     async fn lookup(name: String, _deps: &()) -> Result<Lookup, ToolError> {
         Ok(Lookup { ssn: name })
     }

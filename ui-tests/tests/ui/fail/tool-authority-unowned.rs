@@ -6,7 +6,7 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool(needs = Aply)]
+    #[tool(needs = Aply, effect = read)]
     async fn apply_plan(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

@@ -12,7 +12,7 @@ use workflow_core::Tool;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

@@ -6,12 +6,12 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn search(_query: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn search(_query: String, _deps: &()) -> Result<Vec<String>, ToolError> {
         todo!()
     }

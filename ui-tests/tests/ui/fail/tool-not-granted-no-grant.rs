@@ -7,12 +7,12 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
         Ok(String::new())
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn apply_plan(_input: String, _deps: &()) -> Result<String, ToolError> {
         Ok(String::new())
     }

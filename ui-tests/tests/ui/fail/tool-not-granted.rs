@@ -6,17 +6,17 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_subnets(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn apply_plan(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

@@ -13,7 +13,7 @@ pub struct Listing {
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn list(_input: String, _deps: &()) -> Result<Listing, ToolError> {
         todo!()
     }

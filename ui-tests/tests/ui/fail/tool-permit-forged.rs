@@ -8,7 +8,7 @@ use workflow_core::{Tool, ToolCallPermit};
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn describe_vpcs(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }

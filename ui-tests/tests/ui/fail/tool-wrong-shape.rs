@@ -7,12 +7,12 @@ use workflow_core::prelude::*;
 mod wf {
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     fn lookup(_input: String, _deps: &()) -> Result<String, ToolError> {
         todo!()
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn search(_input: String) -> Result<String, ToolError> {
         todo!()
     }

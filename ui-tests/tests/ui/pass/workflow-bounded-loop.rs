@@ -44,7 +44,7 @@ mod review {
             scope: cx.delegate(authority::Approve),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             text: format!("{}+", task.text),
         }))
     }
@@ -59,7 +59,7 @@ mod review {
             scope: cx.delegate(authority::Write),
             evidence: vec![Evidence::complete("reviewer", "too short")],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             text: draft.text,
         }))
     }
@@ -73,7 +73,7 @@ fn main() {
         scope: Scope::new(review::authority::Write),
         evidence: vec![],
         open: vec![],
-        stop: StopWhen::any([]),
+        stop: StopWhen::at_hop(10),
         text: "draft".to_owned(),
     };
     let rt = tokio::runtime::Builder::new_current_thread()

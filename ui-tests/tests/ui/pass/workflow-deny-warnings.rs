@@ -74,7 +74,7 @@ pub mod ask {
     }
 
     /// Looks a word up.
-    #[tool(needs = Answer)]
+    #[tool(needs = Answer, effect = read)]
     async fn lookup(word: String, _deps: &()) -> Result<String, ToolError> {
         Ok(word.to_uppercase())
     }
@@ -88,7 +88,7 @@ pub mod ask {
             scope: cx.delegate(authority::Answer),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             text: q.text,
         }))
     }
@@ -106,7 +106,7 @@ pub mod ask {
             scope: cx.delegate(authority::Ask),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(cx.hop() + 8),
             text: text[..cx.root().max_len].to_owned(),
         }))
     }
@@ -134,7 +134,7 @@ fn main() {
         scope: Scope::new(ask::authority::Ask),
         evidence: vec![],
         open: vec![],
-        stop: StopWhen::any([]),
+        stop: StopWhen::at_hop(10),
         text: "why".to_owned(),
     };
     let done = rt.block_on(wf.run(first)).unwrap();

@@ -24,7 +24,7 @@ mod words {
     #[allow(unused_imports)]
     use super::*;
 
-    #[tool]
+    #[tool(effect = read)]
     async fn split(text: super::Text, _counter: &super::Counter) -> Result<super::Report, ToolError> {
         Ok(super::Report { words: text.0.split_whitespace().count() })
     }

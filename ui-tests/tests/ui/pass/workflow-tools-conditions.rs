@@ -46,12 +46,12 @@ mod jobs {
         pub rows: u32,
     }
 
-    #[tool]
+    #[tool(effect = read)]
     async fn limit(_query: (), db: &Db) -> Result<u32, ToolError> {
         Ok(db.limit)
     }
 
-    #[tool(needs = Mutate)]
+    #[tool(needs = Mutate, effect = read)]
     async fn update(rows: u32, _db: &Db) -> Result<u32, ToolError> {
         Ok(rows)
     }
