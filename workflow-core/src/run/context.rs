@@ -34,8 +34,10 @@ pub struct Context<'x, W: Workflow, A> {
     pub(crate) max_hops: u32,
     /// When the run's deadline passes (`None`: no deadline).
     pub(crate) deadline: Option<std::time::Instant>,
-    /// The agent's earlier turns in this run (`None`: none).
-    pub(crate) earlier: Option<Arc<[crate::run::EarlierTurn<W, A>]>>,
+    /// How many of the run's logged turns this context may see (0: the
+    /// agent has none); its own view of them is built on first request.
+    pub(crate) earlier_upto: u32,
+    pub(crate) earlier: std::sync::OnceLock<Arc<[crate::run::EarlierTurn<W, A>]>>,
     /// The executor's mode: in audit mode a call outside the turn's scope
     /// is made and recorded as a verdict instead of refused.
     pub(crate) mode: crate::spec::Mode,
@@ -70,6 +72,8 @@ pub(crate) struct RunShared {
     /// for the edges with a loop bound: what an agent reads as the uses it
     /// has left.
     pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
+    /// What the agents' earlier turns are read from.
+    pub(crate) earlier: std::sync::Mutex<crate::run::EarlierLog>,
 }
 
 /// The log of the current turn.
@@ -105,6 +109,11 @@ impl RunShared {
         // A panic in another task holding the lock leaves a log that is
         // still consistent (every write is one push or one add).
         self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn earlier(&self) -> std::sync::MutexGuard<'_, crate::run::EarlierLog> {
+        // Every write is one push: a panic elsewhere leaves it consistent.
+        self.earlier.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn mark(&self) {
@@ -254,8 +263,19 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// [`EarlierTurn::output_to`](crate::EarlierTurn::output_to)). Empty on
     /// its first turn. Read from the record, so a resumed run and a replay
     /// see them too.
-    pub fn earlier_turns(&self) -> &[crate::run::EarlierTurn<W, A>] {
-        self.earlier.as_deref().unwrap_or(&[])
+    pub fn earlier_turns(&self) -> &[crate::run::EarlierTurn<W, A>]
+    where
+        A: Agent<W>,
+    {
+        if self.earlier_upto == 0 {
+            return &[];
+        }
+        self.earlier.get_or_init(|| {
+            self.shared
+                .earlier()
+                .turns_of::<W, A>(self.earlier_upto)
+                .into()
+        })
     }
 
     /// Agent turns that may still run after this one before the run's hop
@@ -390,6 +410,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             journal: self.journal.clone(),
             max_hops: self.max_hops,
             deadline: self.deadline,
+            earlier_upto: self.earlier_upto,
             earlier: self.earlier.clone(),
             mode: self.mode,
             agent: PhantomData,

@@ -3,7 +3,6 @@
 //! (returned to, or around a bounded loop) can see what it did before.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use crate::run::{Runtime, Transcript};
 use crate::spec::{Agent, Node, PayloadFormat, RecordError, Workflow};
@@ -88,49 +87,154 @@ fn decode<T: serde::de::DeserializeOwned>(
     })
 }
 
-impl<W: Workflow> Runtime<'_, W> {
-    /// Agent `A`'s earlier turns in the run's record, oldest first: each
-    /// transfer `A` made (a person's edit of one is not a turn of its own),
-    /// with the last input `A` accepted before it. `None` when `A` has made
-    /// no transfer yet (counted as the record grows, so a first turn costs
-    /// nothing here).
-    pub(crate) fn earlier_turns<A: Agent<W>>(&self) -> Option<Arc<[EarlierTurn<W, A>]>> {
-        if self.sent_by.get(A::INDEX as usize).is_none_or(|n| *n == 0) {
-            return None;
+/// What a turn's context reads its agent's earlier turns from: a copy of
+/// each transfer's payload bytes and the list of agent turns, appended as
+/// the run records them (one copy per transfer), shared with the contexts
+/// through the run's shared state. A context builds its typed view from it
+/// only when the agent asks (`Context::earlier_turns`), so a turn that does
+/// not look costs nothing beyond the copy.
+#[derive(Default)]
+pub(crate) struct EarlierLog {
+    /// The payload bytes of the run's transfers, in order.
+    bytes: Vec<u8>,
+    /// Each transfer's format and span in `bytes`, by sequence number.
+    payloads: Vec<(PayloadFormat, u32, u32)>,
+    /// The agent turns that made a transfer, oldest first.
+    turns: Vec<LoggedTurn>,
+}
+
+/// One agent turn in the [`EarlierLog`]: who, on which input, to whom.
+#[derive(Clone, Copy)]
+struct LoggedTurn {
+    agent: u16,
+    input_seq: u32,
+    output_seq: u32,
+    to: Node,
+}
+
+impl EarlierLog {
+    /// Copies the payload of transfer `seq` (the next one: transfers are
+    /// logged in order).
+    pub(crate) fn log_payload(&mut self, seq: usize, format: PayloadFormat, bytes: &[u8]) {
+        debug_assert_eq!(seq, self.payloads.len(), "transfers are logged in order");
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(bytes);
+        self.payloads.push((format, start, self.bytes.len() as u32));
+    }
+
+    /// Logs a turn of `agent` on input `input_seq` whose transfer
+    /// `output_seq` went to `to`.
+    pub(crate) fn log_turn(&mut self, agent: u16, input_seq: usize, output_seq: usize, to: Node) {
+        self.turns.push(LoggedTurn {
+            agent,
+            input_seq: input_seq as u32,
+            output_seq: output_seq as u32,
+            to,
+        });
+    }
+
+    /// Turns logged so far.
+    pub(crate) fn turn_count(&self) -> u32 {
+        self.turns.len() as u32
+    }
+
+    /// The log of transcript `t` as a run that made it would have built it
+    /// (a resumed run builds it once, from its records): each transfer an
+    /// agent made (a person's edit of one is not a turn of its own), with
+    /// the last input that agent accepted before it.
+    pub(crate) fn of_transcript(t: &Transcript) -> Self {
+        let mut log = EarlierLog::default();
+        let mut input: Vec<Option<usize>> = vec![None; t.graph.agents.len()];
+        for (i, e) in t.entries.iter().enumerate() {
+            log.log_payload(i, e.format, t.payload_bytes(i).unwrap_or_default());
+            let Some(edge) = t.graph.edges.get(e.edge as usize) else {
+                continue;
+            };
+            if let Node::Agent(from) = edge.from
+                && !e.redelivery
+                && let Some(Some(j)) = input.get(from as usize)
+            {
+                log.log_turn(from, *j, i, edge.to);
+            }
+            if let Node::Agent(to) = edge.to
+                && e.status.ran()
+                && let Some(slot) = input.get_mut(to as usize)
+            {
+                *slot = Some(i);
+            }
         }
-        Some(earlier_in::<W, A>(&self.transcript).into())
+        log
+    }
+
+    /// Agent `A`'s turns among the first `upto` logged, typed.
+    pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(&self, upto: u32) -> Vec<EarlierTurn<W, A>> {
+        let copy = |seq: u32| {
+            let (format, start, end) = self.payloads[seq as usize];
+            (format, self.bytes[start as usize..end as usize].to_vec())
+        };
+        self.turns[..upto as usize]
+            .iter()
+            .filter(|t| t.agent == A::INDEX)
+            .map(|t| EarlierTurn {
+                input_seq: t.input_seq as usize,
+                input: copy(t.input_seq),
+                output_seq: t.output_seq as usize,
+                to: t.to,
+                output: copy(t.output_seq),
+                _of: PhantomData,
+            })
+            .collect()
     }
 }
 
-/// The turns of agent `A` in `t` (see [`Runtime::earlier_turns`]).
-fn earlier_in<W: Workflow, A: Agent<W>>(t: &Transcript) -> Vec<EarlierTurn<W, A>> {
-    let me = Node::Agent(A::INDEX);
-    let copy = |i: usize| {
-        let e = &t.entries[i];
-        (e.format, t.payload_bytes(i).unwrap_or_default().to_vec())
-    };
-    let mut input = None;
-    let mut turns = Vec::new();
-    for (i, e) in t.entries.iter().enumerate() {
-        let Some(edge) = W::GRAPH.edges.get(e.edge as usize) else {
-            continue;
-        };
-        if edge.from == me
-            && !e.redelivery
-            && let Some(j) = input
-        {
-            turns.push(EarlierTurn {
-                input_seq: j,
-                input: copy(j),
-                output_seq: i,
-                to: edge.to,
-                output: copy(i),
-                _of: PhantomData,
-            });
+impl<W: Workflow> Runtime<'_, W> {
+    /// How many logged turns agent `A`'s context may see: 0 when `A` has
+    /// made no transfer yet (counted as the record grows, so a first turn
+    /// costs nothing here).
+    pub(crate) fn earlier_upto<A: Agent<W>>(&self) -> u32 {
+        if self.sent_by.get(A::INDEX as usize).is_none_or(|n| *n == 0) {
+            return 0;
         }
-        if edge.to == me && e.status.ran() {
-            input = Some(i);
+        self.logged_turns
+    }
+
+    /// Logs the transfer just recorded (the transcript's last entry): its
+    /// payload, and the turn that made it when an agent sent it.
+    pub(crate) fn log_transfer(&mut self, from: Node) {
+        let t = &self.transcript;
+        let i = t.entries.len() - 1;
+        let e = &t.entries[i];
+        let mut log = self.shared.earlier();
+        log.log_payload(i, e.format, t.payload_bytes(i).unwrap_or_default());
+        if let Node::Agent(agent) = from
+            && !e.redelivery
+            && let Some(input) = self.input_of(agent, i)
+        {
+            let to = t
+                .graph
+                .edges
+                .get(e.edge as usize)
+                .map_or(Node::End, |e| e.to);
+            log.log_turn(agent, input, i, to);
+            self.logged_turns = log.turn_count();
         }
     }
-    turns
+
+    /// The last input agent `agent` accepted before transfer `before`: the
+    /// current turn's input when it is one (always, for turns the executor
+    /// runs), else found by looking back.
+    fn input_of(&self, agent: u16, before: usize) -> Option<usize> {
+        let t = &self.transcript;
+        let to_agent_ran = |i: usize| {
+            t.entries.get(i).is_some_and(|e| {
+                e.status.ran()
+                    && t.graph.edges.get(e.edge as usize).map(|edge| edge.to)
+                        == Some(Node::Agent(agent))
+            })
+        };
+        if self.turn_input < before && to_agent_ran(self.turn_input) {
+            return Some(self.turn_input);
+        }
+        (0..before).rev().find(|i| to_agent_ran(*i))
+    }
 }

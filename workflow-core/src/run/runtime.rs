@@ -84,6 +84,8 @@ pub struct Runtime<'x, W: Workflow> {
     /// Transfers each agent has made (a person's edit of one not counted):
     /// an agent with none has no earlier turns to show its context.
     pub(super) sent_by: Box<[u32]>,
+    /// Agent turns in the run's earlier-turn log (`RunShared::earlier`).
+    pub(super) logged_turns: u32,
     /// The payload of the last handoff returned to its sender, by edge: the
     /// same bytes sent again are rejected.
     pub(super) returned_payload: Option<(u16, Vec<u8>)>,
@@ -183,6 +185,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             turn_input: 0,
             returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
             sent_by: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
+            logged_turns: 0,
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
@@ -228,14 +231,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let shared = Arc::get_mut(&mut self.shared);
         match shared {
             Some(shared) => shared.lease = Some(lease.lease.clone()),
-            None => {
-                self.shared = Arc::new(RunShared {
-                    budget: self.limits.budget,
-                    model: self.limits.model.cloned(),
-                    lease: Some(lease.lease.clone()),
-                    ..RunShared::default()
-                })
-            }
+            None => self.renew_shared(None, Some(lease.lease.clone())),
         }
         self.lease = Some(lease);
     }
@@ -333,6 +329,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             run.prev_hash = Arc::from(r.hash.as_str());
             run.at_offset_us = r.at_us;
         }
+        let log = crate::run::EarlierLog::of_transcript(&run.transcript);
+        run.logged_turns = log.turn_count();
+        *run.shared.earlier() = log;
         Ok(run)
     }
 
@@ -392,7 +391,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 let left = after_ms.saturating_sub(self.elapsed_ms());
                 std::time::Instant::now() + std::time::Duration::from_millis(left)
             }),
-            earlier: self.earlier_turns::<A>(),
+            earlier_upto: self.earlier_upto::<A>(),
+            earlier: std::sync::OnceLock::new(),
             mode: self.limits.mode,
             agent: PhantomData,
         }
@@ -401,18 +401,33 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Serves `calls` (recorded before) instead of calling the tools again:
     /// set before the run's next turn.
     pub(crate) fn serve_recorded(&mut self, calls: crate::ledger::RecordedCalls) {
+        let lease = self.lease.as_ref().map(|held| held.lease.clone());
+        self.renew_shared(Some(calls), lease);
+    }
+
+    /// The run's shared state made anew (a context of an earlier turn may
+    /// still hold the old one) with `recorded` calls and `lease`: the
+    /// run's counts and its earlier-turn log carried over, the turn's log
+    /// empty.
+    fn renew_shared(
+        &mut self,
+        recorded: Option<crate::ledger::RecordedCalls>,
+        lease: Option<Arc<crate::ledger::Lease>>,
+    ) {
         let edge_uses = self
             .shared
             .edge_uses
             .iter()
             .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
             .collect();
+        let earlier = std::mem::take(&mut *self.shared.earlier());
         self.shared = Arc::new(RunShared {
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
-            recorded: Some(calls),
-            lease: self.lease.as_ref().map(|held| held.lease.clone()),
+            recorded,
+            lease,
             edge_uses,
+            earlier: std::sync::Mutex::new(earlier),
             ..RunShared::default()
         });
     }
@@ -619,6 +634,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             end,
             at_us,
         });
+        self.log_transfer(info.from);
         Ok(refused)
     }
 
@@ -1104,7 +1120,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             end,
             at_us,
         });
-        Ok(t.entries.len() - 1)
+        let from = W::GRAPH
+            .edges
+            .get(edge as usize)
+            .map_or(Node::Start, |e| e.from);
+        self.log_transfer(from);
+        Ok(self.transcript.entries.len() - 1)
     }
 
     /// Applies a person's decision to the escalated last transfer (to
