@@ -97,45 +97,57 @@ fn decode<T: serde::de::DeserializeOwned>(
 pub(crate) struct EarlierLog {
     /// The payload bytes of the run's transfers, in order.
     bytes: Vec<u8>,
-    /// Each transfer's format and span in `bytes`, by sequence number.
-    payloads: Vec<(PayloadFormat, u32, u32)>,
-    /// The agent turns that made a transfer, oldest first.
-    turns: Vec<LoggedTurn>,
+    /// Each transfer, by sequence number: its payload's format and span in
+    /// `bytes`, and the agent turn that made it.
+    transfers: Vec<Logged>,
+    /// Agent turns logged.
+    turns: u32,
 }
 
-/// One agent turn in the [`EarlierLog`]: who, on which input, to whom.
+/// One transfer in the [`EarlierLog`].
 #[derive(Clone, Copy)]
-struct LoggedTurn {
-    agent: u16,
-    input_seq: u32,
-    output_seq: u32,
+struct Logged {
+    format: PayloadFormat,
+    start: u32,
+    end: u32,
+    /// The agent whose turn made the transfer, with that turn's input.
+    turn: Option<(u16, u32)>,
     to: Node,
 }
 
 impl EarlierLog {
     /// Copies the payload of transfer `seq` (the next one: transfers are
-    /// logged in order).
-    pub(crate) fn log_payload(&mut self, seq: usize, format: PayloadFormat, bytes: &[u8]) {
-        debug_assert_eq!(seq, self.payloads.len(), "transfers are logged in order");
+    /// logged in order), made by `turn` (an agent and its input) and sent
+    /// to `to`.
+    pub(crate) fn log(
+        &mut self,
+        seq: usize,
+        format: PayloadFormat,
+        bytes: &[u8],
+        turn: Option<(u16, usize)>,
+        to: Node,
+    ) {
+        debug_assert_eq!(seq, self.transfers.len(), "transfers are logged in order");
+        if self.transfers.is_empty() {
+            // One allocation each for a typical run's first rounds.
+            self.transfers.reserve(16);
+            self.bytes.reserve(1024);
+        }
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(bytes);
-        self.payloads.push((format, start, self.bytes.len() as u32));
-    }
-
-    /// Logs a turn of `agent` on input `input_seq` whose transfer
-    /// `output_seq` went to `to`.
-    pub(crate) fn log_turn(&mut self, agent: u16, input_seq: usize, output_seq: usize, to: Node) {
-        self.turns.push(LoggedTurn {
-            agent,
-            input_seq: input_seq as u32,
-            output_seq: output_seq as u32,
+        self.transfers.push(Logged {
+            format,
+            start,
+            end: self.bytes.len() as u32,
+            turn: turn.map(|(agent, input)| (agent, input as u32)),
             to,
         });
+        self.turns += u32::from(turn.is_some());
     }
 
     /// Turns logged so far.
     pub(crate) fn turn_count(&self) -> u32 {
-        self.turns.len() as u32
+        self.turns
     }
 
     /// The log of transcript `t` as a run that made it would have built it
@@ -146,17 +158,24 @@ impl EarlierLog {
         let mut log = EarlierLog::default();
         let mut input: Vec<Option<usize>> = vec![None; t.graph.agents.len()];
         for (i, e) in t.entries.iter().enumerate() {
-            log.log_payload(i, e.format, t.payload_bytes(i).unwrap_or_default());
-            let Some(edge) = t.graph.edges.get(e.edge as usize) else {
-                continue;
+            let edge = t.graph.edges.get(e.edge as usize);
+            let turn = match edge.map(|edge| edge.from) {
+                Some(Node::Agent(from)) if !e.redelivery => input
+                    .get(from as usize)
+                    .copied()
+                    .flatten()
+                    .map(|j| (from, j)),
+                _ => None,
             };
-            if let Node::Agent(from) = edge.from
-                && !e.redelivery
-                && let Some(Some(j)) = input.get(from as usize)
-            {
-                log.log_turn(from, *j, i, edge.to);
-            }
-            if let Node::Agent(to) = edge.to
+            let to = edge.map_or(Node::End, |edge| edge.to);
+            log.log(
+                i,
+                e.format,
+                t.payload_bytes(i).unwrap_or_default(),
+                turn,
+                to,
+            );
+            if let Node::Agent(to) = to
                 && e.status.ran()
                 && let Some(slot) = input.get_mut(to as usize)
             {
@@ -169,21 +188,34 @@ impl EarlierLog {
     /// Agent `A`'s turns among the first `upto` logged, typed.
     pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(&self, upto: u32) -> Vec<EarlierTurn<W, A>> {
         let copy = |seq: u32| {
-            let (format, start, end) = self.payloads[seq as usize];
-            (format, self.bytes[start as usize..end as usize].to_vec())
+            let t = self.transfers[seq as usize];
+            (
+                t.format,
+                self.bytes[t.start as usize..t.end as usize].to_vec(),
+            )
         };
-        self.turns[..upto as usize]
-            .iter()
-            .filter(|t| t.agent == A::INDEX)
-            .map(|t| EarlierTurn {
-                input_seq: t.input_seq as usize,
-                input: copy(t.input_seq),
-                output_seq: t.output_seq as usize,
-                to: t.to,
-                output: copy(t.output_seq),
-                _of: PhantomData,
-            })
-            .collect()
+        let mut seen = 0;
+        let mut turns = Vec::new();
+        for (seq, t) in self.transfers.iter().enumerate() {
+            let Some((agent, input)) = t.turn else {
+                continue;
+            };
+            if seen == upto {
+                break;
+            }
+            seen += 1;
+            if agent == A::INDEX {
+                turns.push(EarlierTurn {
+                    input_seq: input as usize,
+                    input: copy(input),
+                    output_seq: seq,
+                    to: t.to,
+                    output: copy(seq as u32),
+                    _of: PhantomData,
+                });
+            }
+        }
+        turns
     }
 }
 
@@ -204,20 +236,24 @@ impl<W: Workflow> Runtime<'_, W> {
         let t = &self.transcript;
         let i = t.entries.len() - 1;
         let e = &t.entries[i];
+        let turn = match from {
+            Node::Agent(agent) if !e.redelivery => self.input_of(agent, i).map(|j| (agent, j)),
+            _ => None,
+        };
+        let to = t
+            .graph
+            .edges
+            .get(e.edge as usize)
+            .map_or(Node::End, |e| e.to);
         let mut log = self.shared.earlier();
-        log.log_payload(i, e.format, t.payload_bytes(i).unwrap_or_default());
-        if let Node::Agent(agent) = from
-            && !e.redelivery
-            && let Some(input) = self.input_of(agent, i)
-        {
-            let to = t
-                .graph
-                .edges
-                .get(e.edge as usize)
-                .map_or(Node::End, |e| e.to);
-            log.log_turn(agent, input, i, to);
-            self.logged_turns = log.turn_count();
-        }
+        log.log(
+            i,
+            e.format,
+            t.payload_bytes(i).unwrap_or_default(),
+            turn,
+            to,
+        );
+        self.logged_turns = log.turn_count();
     }
 
     /// The last input agent `agent` accepted before transfer `before`: the
