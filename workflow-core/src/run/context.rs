@@ -18,7 +18,6 @@ pub struct Context<'x, W: Workflow, A> {
     pub(crate) root: &'x W::Root,
     pub(crate) deps: &'x W::Deps,
     pub(crate) hop: u32,
-    pub(crate) run_id: u64,
     /// The scope of the handoff the agent works under (`None` for the
     /// workflow input, which delegates nothing).
     pub(crate) scope: Option<(&'static str, Expiry)>,
@@ -30,17 +29,10 @@ pub struct Context<'x, W: Workflow, A> {
     /// Where each tool call's outcome is journaled before the agent sees it
     /// (the run's ledger), so that a resumed turn does not repeat it.
     pub(crate) journal: Option<Journal<'x>>,
-    /// The run's hop cap.
-    pub(crate) max_hops: u32,
-    /// When the run's deadline passes (`None`: no deadline).
-    pub(crate) deadline: Option<std::time::Instant>,
     /// How many of the run's logged turns this context may see (0: the
     /// agent has none); its own view of them is built on first request.
     pub(crate) earlier_upto: u32,
     pub(crate) earlier: std::sync::OnceLock<Arc<[crate::run::EarlierTurn<W, A>]>>,
-    /// The executor's mode: in audit mode a call outside the turn's scope
-    /// is made and recorded as a verdict instead of refused.
-    pub(crate) mode: crate::spec::Mode,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -56,6 +48,15 @@ pub(crate) struct Journal<'x> {
 /// turn (tool calls, usage, failures) and the budgets.
 #[derive(Default)]
 pub(crate) struct RunShared {
+    /// The run's id.
+    pub(crate) run_id: u64,
+    /// The run's hop cap.
+    pub(crate) max_hops: u32,
+    /// When the run's deadline passes (`None`: no deadline).
+    pub(crate) deadline: Option<std::time::Instant>,
+    /// The executor's mode: in audit mode a call outside the turn's scope
+    /// is made and recorded as a verdict instead of refused.
+    pub(crate) mode: crate::spec::Mode,
     pub(crate) budget: Option<crate::spec::Budget>,
     /// The model `cx.generate` asks (`Executor::with_model`).
     pub(crate) model: Option<Arc<dyn crate::llm::Model>>,
@@ -184,7 +185,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 
     /// The run's id.
     pub fn run_id(&self) -> u64 {
-        self.run_id
+        self.shared.run_id
     }
 
     /// A scope delegating `authority` to a receiver (which must own it).
@@ -283,7 +284,9 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// stops it: 0 means a handoff from this turn is rejected at its
     /// receipt, so this turn should end the run if it can.
     pub fn hops_left(&self) -> u32 {
-        self.max_hops.saturating_sub(self.hop.saturating_add(1))
+        self.shared
+            .max_hops
+            .saturating_sub(self.hop.saturating_add(1))
     }
 
     /// How many more handoffs this agent may make to agent `B` (its
@@ -345,7 +348,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// passes: zero once it has; `None` when the run has no deadline. A
     /// turn still running at the deadline is stopped.
     pub fn time_left(&self) -> Option<std::time::Duration> {
-        self.deadline
+        self.shared
+            .deadline
             .map(|at| at.saturating_duration_since(std::time::Instant::now()))
     }
 
@@ -369,7 +373,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             otel.name = %format_args!("execute_tool {}", T::NAME),
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = T::NAME,
-            gen_ai.conversation.id = self.run_id,
+            gen_ai.conversation.id = self.shared.run_id,
             "error.type" = tracing::field::Empty,
         );
         let deps = self.deps;
@@ -380,10 +384,10 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             owns: self.owned_authorities(),
             scope: self.scope,
             hop: self.hop,
-            run_id: self.run_id,
+            run_id: self.shared.run_id,
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),
-            mode: self.mode,
+            mode: self.shared.mode,
         };
         let call = async move { call_tool::<W, T>(tool, input, deps, root, &shared, at).await };
         #[cfg(feature = "tracing")]
@@ -403,16 +407,12 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             root: self.root,
             deps: self.deps,
             hop: self.hop,
-            run_id: self.run_id,
             scope: self.scope,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),
-            max_hops: self.max_hops,
-            deadline: self.deadline,
             earlier_upto: self.earlier_upto,
             earlier: self.earlier.clone(),
-            mode: self.mode,
             agent: PhantomData,
         }
     }

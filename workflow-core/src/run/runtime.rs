@@ -160,6 +160,7 @@ fn clock() -> &'static quanta::Clock {
 
 impl<'x, W: Workflow> Runtime<'x, W> {
     pub(crate) fn new(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
+        let run_id = next_run_id();
         Runtime {
             root,
             deps,
@@ -167,10 +168,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             max_hops: limits.max_hops,
             clock: clock(),
             started: clock().raw(),
-            transcript: Transcript::new(next_run_id(), W::GRAPH),
+            transcript: Transcript::new(run_id, W::GRAPH),
             ledger: limits.ledger,
             limits,
             shared: Arc::new(RunShared {
+                run_id,
+                max_hops: limits.max_hops,
+                deadline: limits
+                    .deadline_ms
+                    .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms)),
+                mode: limits.mode,
                 budget: limits.budget,
                 model: limits.model.cloned(),
                 edge_uses: W::GRAPH
@@ -332,6 +339,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let log = crate::run::EarlierLog::of_transcript(&run.transcript);
         run.logged_turns = log.turn_count();
         *run.shared.earlier() = log;
+        // The run's id and the time it had run before are known now: the
+        // shared state takes them (nothing else holds it yet, but a new one
+        // is made rather than assumed).
+        let recorded = None;
+        let lease = run.lease.as_ref().map(|held| held.lease.clone());
+        run.renew_shared(recorded, lease);
         Ok(run)
     }
 
@@ -378,7 +391,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             root: self.root,
             deps: self.deps,
             hop: self.hops,
-            run_id: self.transcript.run_id,
             scope,
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
@@ -386,16 +398,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 ledger,
                 anchor: self.prev_hash.clone(),
             }),
-            max_hops: self.max_hops,
-            deadline: self.limits.deadline_ms.map(|after_ms| {
-                let left = after_ms.saturating_sub(self.elapsed_ms());
-                std::time::Instant::now() + std::time::Duration::from_millis(left)
-            }),
             earlier_upto: self.earlier_upto::<A>(),
             earlier: std::sync::OnceLock::new(),
-            mode: self.limits.mode,
             agent: PhantomData,
         }
+    }
+
+    /// When the run's deadline passes, as an instant of this process (`None`:
+    /// no deadline).
+    fn deadline(&self) -> Option<std::time::Instant> {
+        self.limits.deadline_ms.map(|after_ms| {
+            let left = after_ms.saturating_sub(self.elapsed_ms());
+            std::time::Instant::now() + std::time::Duration::from_millis(left)
+        })
     }
 
     /// Serves `calls` (recorded before) instead of calling the tools again:
@@ -422,6 +437,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .collect();
         let earlier = std::mem::take(&mut *self.shared.earlier());
         self.shared = Arc::new(RunShared {
+            run_id: self.transcript.run_id,
+            max_hops: self.max_hops,
+            deadline: self.deadline(),
+            mode: self.limits.mode,
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
             recorded,
