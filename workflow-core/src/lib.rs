@@ -104,7 +104,9 @@ pub mod tool {
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
 pub mod schema {
     pub use crate::export::file_name;
-    pub use crate::spec::{root_schema, schema_name_or};
+    pub use crate::spec::{
+        STANDARD_FORMATS, is_standard_format, root_schema, rust_type_of, schema_name_or,
+    };
 }
 
 /// Metrics following the OpenTelemetry GenAI conventions (feature `metrics`).
