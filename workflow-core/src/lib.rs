@@ -103,7 +103,10 @@ pub mod tool {
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
 pub mod schema {
-    pub use crate::export::file_name;
+    pub use crate::export::{
+        STRICT_ROOT_PROPERTY, StrictError, StrictSchema, file_name, openai_strict,
+        openai_strict_violations,
+    };
     pub use crate::spec::{
         STANDARD_FORMATS, is_standard_format, root_schema, rust_type_of, schema_name_or,
     };

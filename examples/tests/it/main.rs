@@ -19,4 +19,5 @@ pub mod policy_gate;
 pub mod published_schemas;
 pub mod replay;
 pub mod sqlite_ledger;
+pub mod strict_forms;
 pub mod ticket_triage;
