@@ -96,7 +96,7 @@ pub use spec::{EvidenceSaid, Mode, OpenSaid};
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
 pub mod tool {
-    pub use crate::export::{McpAnnotations, McpTool, mcp_tools};
+    pub use crate::export::{McpAnnotations, McpMeta, McpTool, mcp_object_schema, mcp_tools};
     pub use crate::run::{CallId, call_id};
     pub use crate::spec::{ToolCallRecord, ToolOutcome};
 }

@@ -7,7 +7,7 @@
 mod manifest;
 mod mcp;
 mod schema;
-mod strict;
+pub(crate) mod strict;
 pub(crate) mod validate;
 
 pub use manifest::*;

@@ -162,7 +162,7 @@ pub fn openai_strict(schema: &Value) -> Result<StrictSchema, StrictError> {
 }
 
 /// Whether `"$ref": "#"` occurs in `schema`.
-fn mentions_root_ref(schema: &Value) -> bool {
+pub(crate) fn mentions_root_ref(schema: &Value) -> bool {
     match schema {
         Value::Object(fields) => fields
             .iter()
@@ -172,7 +172,7 @@ fn mentions_root_ref(schema: &Value) -> bool {
     }
 }
 
-fn rewrite_root_refs(schema: &mut Value, to: &str) {
+pub(crate) fn rewrite_root_refs(schema: &mut Value, to: &str) {
     match schema {
         Value::Object(fields) => {
             for (k, v) in fields.iter_mut() {
@@ -197,7 +197,7 @@ fn strip_annotations_for_def(schema: &mut Value) {
     }
 }
 
-fn unused_name(defs: &Map<String, Value>, base: &str) -> String {
+pub(crate) fn unused_name(defs: &Map<String, Value>, base: &str) -> String {
     let mut name = base.to_owned();
     while defs.contains_key(&name) {
         name.push('_');
