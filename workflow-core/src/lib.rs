@@ -96,15 +96,20 @@ pub use spec::{EvidenceSaid, Mode, OpenSaid};
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
 pub mod tool {
-    pub use crate::export::{McpAnnotations, McpTool, mcp_tools};
+    pub use crate::export::{McpAnnotations, McpMeta, McpTool, mcp_object_schema, mcp_tools};
     pub use crate::run::{CallId, call_id};
     pub use crate::spec::{ToolCallRecord, ToolOutcome};
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
 pub mod schema {
-    pub use crate::export::file_name;
-    pub use crate::spec::{root_schema, schema_name_or};
+    pub use crate::export::{
+        STRICT_ROOT_PROPERTY, StrictError, StrictSchema, file_name, openai_strict,
+        openai_strict_violations,
+    };
+    pub use crate::spec::{
+        STANDARD_FORMATS, is_standard_format, root_schema, rust_type_of, schema_name_or,
+    };
 }
 
 /// Metrics following the OpenTelemetry GenAI conventions (feature `metrics`).

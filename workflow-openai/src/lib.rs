@@ -2,11 +2,14 @@
 //! [`workflow_core::llm`]: OpenAI itself, or any server speaking the same
 //! API (Ollama, llama.cpp's `llama-server`, vLLM, LM Studio).
 //!
-//! A request's response format goes out as `response_format: {"type":
-//! "json_schema", ...}` with the payload's schema unchanged; the reply's
-//! text, refusal and token usage come back as a
-//! [`ModelReply`]. Checking the reply is
-//! not this crate's job: `cx.generate` does it for every backend alike.
+//! A request's response format goes out in the backend's [`SchemaForm`]:
+//! by default `response_format: {"type": "json_schema", ...}` with the
+//! payload's published schema, or its OpenAI strict form when the request
+//! asks for strict mode (the reply restored to the published form);
+//! `{"type": "json_object", "schema": ...}` for llama.cpp's server. The
+//! reply's text, refusal and token usage come back as a [`ModelReply`].
+//! Checking the reply is not this crate's job: `cx.generate` does it for
+//! every backend alike.
 //!
 //! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with
 //! only its chat completions API compiled in. Plain `http://` servers work
@@ -25,6 +28,10 @@
 
 #![warn(missing_docs)]
 
+mod form;
+
+pub use form::SchemaForm;
+
 use std::fmt;
 use std::time::Duration;
 
@@ -36,8 +43,7 @@ use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::types::chat::{
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
     ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
-    CreateChatCompletionRequest, CreateChatCompletionResponse, ResponseFormat,
-    ResponseFormatJsonSchema,
+    CreateChatCompletionRequest, CreateChatCompletionResponse,
 };
 use tower::Layer;
 use workflow_core::Usage;
@@ -72,6 +78,8 @@ pub struct OpenAiConfig {
     pub max_completion_tokens: Option<u32>,
     /// The sampling temperature.
     pub temperature: Option<f32>,
+    /// The form a request's structured output is sent in.
+    pub schema_form: SchemaForm,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -84,6 +92,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("transport_retries", &self.transport_retries)
             .field("max_completion_tokens", &self.max_completion_tokens)
             .field("temperature", &self.temperature)
+            .field("schema_form", &self.schema_form)
             .finish()
     }
 }
@@ -101,12 +110,15 @@ impl OpenAiConfig {
             transport_retries: DEFAULT_TRANSPORT_RETRIES,
             max_completion_tokens: None,
             temperature: None,
+            schema_form: SchemaForm::default(),
         }
     }
 
     /// The configuration the environment gives: `OPENAI_BASE_URL` (default
     /// [`OPENAI_BASE_URL`]), `OPENAI_API_KEY`, `OPENAI_MODEL` (default
-    /// [`DEFAULT_MODEL`]), `OPENAI_TIMEOUT_SECS` (default 60).
+    /// [`DEFAULT_MODEL`]), `OPENAI_TIMEOUT_SECS` (default 60),
+    /// `OPENAI_SCHEMA_FORM` (`json_schema`, the default, or `json_object`
+    /// for llama.cpp's server; another value is ignored).
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut config = OpenAiConfig::new(
@@ -116,6 +128,9 @@ impl OpenAiConfig {
         config.api_key = var("OPENAI_API_KEY");
         if let Some(secs) = var("OPENAI_TIMEOUT_SECS").and_then(|s| s.trim().parse().ok()) {
             config.timeout = Duration::from_secs(secs);
+        }
+        if let Some(form) = var("OPENAI_SCHEMA_FORM").and_then(|f| SchemaForm::parse(&f)) {
+            config.schema_form = form;
         }
         config
     }
@@ -147,6 +162,12 @@ impl OpenAiConfig {
     /// The same configuration with a sampling temperature.
     pub fn temperature(mut self, t: f32) -> Self {
         self.temperature = Some(t);
+        self
+    }
+
+    /// The same configuration sending structured output in `form`.
+    pub fn schema_form(mut self, form: SchemaForm) -> Self {
+        self.schema_form = form;
         self
     }
 }
@@ -234,25 +255,12 @@ impl OpenAiModel {
                 ),
             })
             .collect();
-        let response_format =
-            request
-                .response_format
-                .as_ref()
-                .map(|f| ResponseFormat::JsonSchema {
-                    json_schema: ResponseFormatJsonSchema {
-                        description: None,
-                        name: f.name.clone(),
-                        schema: f.schema.clone(),
-                        strict: Some(f.strict),
-                    },
-                });
         CreateChatCompletionRequest {
             messages,
             model: request
                 .model
                 .clone()
                 .unwrap_or_else(|| self.config.model.clone()),
-            response_format,
             max_completion_tokens: self.config.max_completion_tokens,
             temperature: self.config.temperature,
             ..CreateChatCompletionRequest::default()
@@ -271,13 +279,27 @@ impl Model for OpenAiModel {
 
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         Box::pin(async move {
-            let response = self
+            let chat = self.chat_request(request);
+            let mut body = serde_json::to_value(&chat).map_err(|e| {
+                ModelError::transport(format!("the request does not serialize: {e}"))
+            })?;
+            // The response format in the backend's form (the client's types
+            // have no field for `json_object` with a schema).
+            let mut strict = None;
+            if let Some(format) = &request.response_format {
+                let (value, sent) = form::response_format(self.config.schema_form, format)?;
+                body["response_format"] = value;
+                strict = sent;
+            }
+            let response: CreateChatCompletionResponse = self
                 .client
                 .chat()
-                .create(self.chat_request(request))
+                .create_byot(body)
                 .await
                 .map_err(classify)?;
-            reply(response)
+            let mut reply = reply(response)?;
+            reply.text = form::restore(strict.as_ref(), reply.text);
+            Ok(reply)
         })
     }
 }

@@ -213,10 +213,10 @@ fn the_published_shape_is_the_same() {
         );
     }
     // As published, they differ only in the Rust types they were made from
-    // (the twin's types live in another module): `x-rust-type`.
+    // (the twin's types live in another module), in their `$comment`.
     let strip = |mut v: serde_json::Value| {
         if let Some(o) = v.as_object_mut() {
-            o.remove("x-rust-type");
+            o.remove("$comment");
         }
         v
     };

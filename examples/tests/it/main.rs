@@ -7,15 +7,18 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod ajv;
 pub mod campaign;
 pub mod crash;
 pub mod crash_tools;
 pub mod deploy_guard;
 pub mod hand_written;
 pub mod journal_tamper;
+pub mod mcp_spec;
 pub mod model_triage;
 pub mod policy_gate;
 pub mod published_schemas;
 pub mod replay;
 pub mod sqlite_ledger;
+pub mod strict_forms;
 pub mod ticket_triage;

@@ -90,9 +90,16 @@ fn tools_are_published_as_mcp_definitions_with_their_effects() {
         "Changes a VPC's route table. Its guard refuses a change over the run's route limit before anything is applied."
     );
     assert!(!apply.annotations.read_only_hint, "apply_plan writes");
-    assert!(!apply.annotations.destructive_hint);
-    assert_eq!(apply.annotations.needs.as_deref(), Some("Apply"));
+    // MCP's `false` would promise purely additive updates.
+    assert!(
+        apply.annotations.destructive_hint,
+        "a write is not additive"
+    );
+    assert_eq!(apply.meta.needs.as_deref(), Some("Apply"));
+    assert_eq!(apply.meta.effect, workflow_core::Effect::Write);
     assert!(tools[0].annotations.read_only_hint);
+    assert!(!tools[0].annotations.destructive_hint);
+    assert_eq!(tools[0].meta.needs.as_deref(), Some("LookupVpc"));
     // The schemas are the types' own, draft 2020-12.
     assert_eq!(
         apply.input_schema["$schema"],

@@ -200,9 +200,42 @@ pub(crate) fn mermaid(graph: &Graph) -> String {
             out,
             "    {} -->|\"{}\"| {}",
             id(e.from),
-            label.replace('"', "'"),
+            mermaid_text(&label),
             id(e.to)
         );
     }
     out
+}
+
+/// `text` as the inside of a quoted Mermaid label: Mermaid reads `<...>`
+/// as HTML (`Vec<Finding>` would render as `Vec`) and `#...;` as an
+/// entity, so `#`, `<`, `>` and `"` are written as entity codes.
+pub(crate) fn mermaid_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '"' => out.push_str("#quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mermaid_text;
+
+    #[test]
+    fn generic_payload_types_are_escaped_for_mermaid() {
+        assert_eq!(mermaid_text("Vec<Finding>"), "Vec#lt;Finding#gt;");
+        assert_eq!(
+            mermaid_text("Result<Vec<A>,B> max 3"),
+            "Result#lt;Vec#lt;A#gt;,B#gt; max 3"
+        );
+        assert_eq!(mermaid_text("a\"b#c"), "a#quot;b#35;c");
+        assert_eq!(mermaid_text("Goal"), "Goal");
+    }
 }

@@ -7,8 +7,10 @@
 mod manifest;
 mod mcp;
 mod schema;
+pub(crate) mod strict;
 pub(crate) mod validate;
 
 pub use manifest::*;
 pub use mcp::*;
 pub use schema::*;
+pub use strict::*;

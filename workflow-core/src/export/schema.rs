@@ -73,7 +73,8 @@ impl SchemaSet {
     /// Refuses an export into `dir` where a file the export would write
     /// holds another schema: one with another `$id`, or (written before
     /// schemas had one) another `title`, or the same `$id` for another Rust
-    /// type (`x-rust-type`: a workflow of the same name in another module). A file that is not JSON, or says
+    /// type (the `Rust type: ` line of its `$comment`: a workflow of the same
+    /// name in another module). A file that is not JSON, or says
     /// neither, is taken for an old copy of this schema.
     fn refuse_foreign(&self, dir: &Path) -> io::Result<()> {
         let identity = |schema: &Value| {
@@ -104,12 +105,7 @@ impl SchemaSet {
                 continue;
             }
             // The same name from a workflow of the same name elsewhere.
-            let rust_type = |schema: &Value| {
-                schema
-                    .get("x-rust-type")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
+            let rust_type = crate::spec::rust_type_of;
             if let (Some(held), Some(ours)) = (rust_type(&published), rust_type(&schema))
                 && held != ours
             {

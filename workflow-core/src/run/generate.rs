@@ -415,6 +415,7 @@ fn error_type(kind: ModelErrorKind) -> &'static str {
         ModelErrorKind::Budget => "budget_exhausted",
         ModelErrorKind::NoReply => "no_reply",
         ModelErrorKind::NoModel => "no_model",
+        ModelErrorKind::UnsupportedSchema => "unsupported_schema",
         ModelErrorKind::Cancelled => "cancelled",
     }
 }

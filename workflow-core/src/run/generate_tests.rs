@@ -52,6 +52,7 @@ fn only_bad_replies_are_repaired() {
         NoReply,
         NoModel,
         Cancelled,
+        UnsupportedSchema,
     ]
     .into_iter()
     .filter(|k| k.is_repairable())

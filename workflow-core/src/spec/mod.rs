@@ -19,6 +19,7 @@ mod mode;
 mod model_call;
 mod record;
 mod schema_set;
+mod standard_format;
 mod tool;
 mod workflow;
 
@@ -33,5 +34,6 @@ pub use mode::*;
 pub use model_call::*;
 pub use record::*;
 pub use schema_set::*;
+pub use standard_format::{STANDARD_FORMATS, is_standard_format};
 pub use tool::*;
 pub use workflow::*;

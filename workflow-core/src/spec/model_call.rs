@@ -65,6 +65,10 @@ pub enum ModelErrorKind {
     NoReply,
     /// No model is attached to the run (`Executor::with_model`).
     NoModel,
+    /// The backend cannot send the requested schema in the form its server
+    /// takes (OpenAI's strict mode cannot express a map or a tuple): ask
+    /// without strict mode, or change the type. Nothing was sent.
+    UnsupportedSchema,
     /// The call was cut off before it ended: its turn timed out, or the
     /// step running it was dropped (recorded, never returned).
     Cancelled,
@@ -107,6 +111,7 @@ impl fmt::Display for ModelErrorKind {
             ModelErrorKind::Budget => f.write_str("budget exhausted"),
             ModelErrorKind::NoReply => f.write_str("no reply"),
             ModelErrorKind::NoModel => f.write_str("no model"),
+            ModelErrorKind::UnsupportedSchema => f.write_str("unsupported schema"),
             ModelErrorKind::Cancelled => f.write_str("cancelled"),
         }
     }

@@ -19,6 +19,7 @@ pub fn root_schema<T: JsonSchema + ?Sized>() -> Value {
 /// one place the settings are chosen.
 pub(crate) fn root_schema_doc<T: JsonSchema + ?Sized>() -> schemars::Schema {
     SchemaSettings::draft2020_12()
+        .with_transform(crate::spec::standard_format::StandardFormats)
         .into_generator()
         .into_root_schema_for::<T>()
 }
@@ -54,6 +55,22 @@ pub fn schema_file(name: &str) -> String {
     format!("{name}{SCHEMA_FILE_SUFFIX}")
 }
 
+/// How the line of a published schema's `$comment` that names the Rust
+/// type it was generated from begins.
+const RUST_TYPE_PREFIX: &str = "Rust type: ";
+
+/// The Rust type (module path and name) a published schema says it was
+/// generated from: the `Rust type: ` line of its `$comment`, or, in a
+/// schema published before that, its `x-rust-type` (an unknown keyword,
+/// which strict validators such as Ajv refuse).
+pub fn rust_type_of(schema: &Value) -> Option<&str> {
+    schema
+        .get("$comment")
+        .and_then(Value::as_str)
+        .and_then(|c| c.lines().find_map(|l| l.strip_prefix(RUST_TYPE_PREFIX)))
+        .or_else(|| schema.get("x-rust-type").and_then(Value::as_str))
+}
+
 /// How every schema file's name ends.
 pub(crate) const SCHEMA_FILE_SUFFIX: &str = ".schema.json";
 
@@ -69,7 +86,8 @@ pub struct SchemaSet {
     /// their names are qualified with it ([`published_name`]).
     pub(crate) workflow: Option<&'static str>,
     /// The Rust type (module path and name, schemars' `schema_id`) of each
-    /// workflow-scoped schema, published as `x-rust-type`: two workflows
+    /// workflow-scoped schema, published in its `$comment`
+    /// ([`rust_type_of`]): two workflows
     /// with the same name in different modules publish the same file names,
     /// and this is what tells their schemas apart.
     pub(crate) types: BTreeMap<String, String>,
@@ -140,7 +158,14 @@ impl SchemaSet {
         if let Value::Object(fields) = &mut schema {
             fields.insert("$id".to_owned(), Value::String(schema_file(name)));
             if let Some(rust_type) = self.types.get(name) {
-                fields.insert("x-rust-type".to_owned(), Value::String(rust_type.clone()));
+                // In `$comment`, the one keyword for notes that every
+                // validator, strict ones included, accepts and ignores.
+                let line = format!("{RUST_TYPE_PREFIX}{rust_type}");
+                let comment = match fields.get("$comment").and_then(Value::as_str) {
+                    Some(theirs) => format!("{theirs}\n{line}"),
+                    None => line,
+                };
+                fields.insert("$comment".to_owned(), Value::String(comment));
             }
         }
         Some(schema)

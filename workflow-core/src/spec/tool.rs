@@ -18,10 +18,13 @@ pub enum Effect {
     Read,
     /// Changes state; needs an authority, so it has exactly one owner. Can
     /// have a guard checked before it acts (`#[tool(guard = path)]`).
+    /// Published with MCP's `destructiveHint: true`: MCP's `false` promises
+    /// purely additive updates, which a write is not known to make.
     Write,
     /// Changes state in a way that cannot be undone (a delete, a drop, a
     /// payment that cannot be refunded); needs an authority, can have a
-    /// guard, and is published as MCP's `destructiveHint`.
+    /// guard, and is published with MCP's `destructiveHint: true` (and
+    /// `"workflow/effect": "destructive"` under `_meta`).
     Destructive,
 }
 

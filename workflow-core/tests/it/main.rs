@@ -23,6 +23,7 @@ pub mod journal_checked;
 pub mod layers;
 pub mod leases;
 pub mod ledger;
+pub mod mermaid;
 pub mod models;
 pub mod outcome;
 pub mod payload_limits;
