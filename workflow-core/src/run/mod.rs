@@ -10,6 +10,7 @@ pub(crate) mod receipt;
 mod runtime;
 mod tool_call;
 mod transcript;
+pub(crate) mod witness;
 
 pub use context::*;
 pub use earlier::*;
