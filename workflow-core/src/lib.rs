@@ -81,7 +81,8 @@ pub use run::{
     ToolCall, Transcript,
 };
 pub use spec::{
-    Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
+    Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Citation,
+    Condition,
     Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, EmptyOk,
     Endpoint, Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph,
     Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation,
@@ -128,7 +129,7 @@ pub mod prelude {
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::Escalation;
     pub use crate::spec::{
-        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
+        Budget, Citation, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
         ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };

@@ -3,6 +3,7 @@
 //! its turn (`Context`), its tool calls and model generations, and the
 //! run's `Transcript`.
 
+mod cite;
 mod context;
 mod earlier;
 mod generate;

@@ -76,6 +76,20 @@ impl Citation {
     }
 }
 
+impl Citation {
+    /// A citation of transfer record `seq`, whose payload is `payload`: the
+    /// digest is taken of its JSON text (`serde_json::to_string`), which is
+    /// the text the record gives back.
+    pub fn record_of(seq: u32, payload: &impl Serialize) -> Result<Self, serde_json::Error> {
+        let text = serde_json::to_string(payload)?;
+        // The encoder's digest (`encode::digest`), which this layer cannot
+        // import: the same SHA-256, hex-encoded.
+        use sha2::Digest;
+        let digest = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+        Ok(Citation::record(seq, digest))
+    }
+}
+
 impl fmt::Display for Citation {
     /// `tool call describe_vpcs (turn #3, call 0)` or `record #2`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
