@@ -53,4 +53,39 @@ impl<W: Workflow, A> Context<'_, W, A> {
     ) -> Result<Evidence, Reject> {
         Ok(Evidence::complete(T::NAME, claim).citing(self.citation(tool)?))
     }
+
+    /// `evidence` with each uncited item whose `source` names a tool cited
+    /// to this turn's last successful call of that tool: for evidence a
+    /// model wrote (`cx.generate`), which names its sources but cannot know
+    /// a call's digest. An item naming a tool the turn did not call
+    /// successfully stays uncited, and the receipt rejects it
+    /// (`uncited_evidence`); items with citations are left as they are.
+    pub fn cite_calls(&self, evidence: impl IntoIterator<Item = Evidence>) -> Vec<Evidence> {
+        let log = self.shared.lock();
+        evidence
+            .into_iter()
+            .map(|item| {
+                if !item.cites.is_empty() {
+                    return item;
+                }
+                let last = log
+                    .calls
+                    .iter()
+                    .filter(|c| c.tool == item.source)
+                    .max_by_key(|c| c.index);
+                match last.map(|c| (c, &c.outcome)) {
+                    Some((call, ToolOutcome::Ok { digest, .. })) => {
+                        let citation = Citation::ToolCall {
+                            tool: call.tool.clone(),
+                            turn: self.turn_seq,
+                            index: call.index,
+                            digest: digest.clone(),
+                        };
+                        item.citing(citation)
+                    }
+                    _ => item,
+                }
+            })
+            .collect()
+    }
 }

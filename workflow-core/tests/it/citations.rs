@@ -43,6 +43,11 @@ pub enum Case {
     RecordWrongDigest,
     /// Cites a record the run has not made.
     RecordNotYet,
+    /// Evidence as a model writes it (a source, no citation), cited to the
+    /// turn's calls by `cx.cite_calls`.
+    ModelSaid,
+    /// The same, naming a tool the turn never called.
+    ModelSaidNoCall,
 }
 
 /// Counts lookups; the first one is partial when asked.
@@ -153,6 +158,17 @@ pub mod cited {
                     Citation::record(0, "0".repeat(64))
                 };
                 Evidence::complete("intake", "the case as received").citing(citation)
+            }
+            Case::ModelSaid | Case::ModelSaidNoCall => {
+                if case == Case::ModelSaid {
+                    cx.call(tools::lookup, "ann".into()).await?;
+                }
+                let said = [
+                    Evidence::complete("lookup", claim),
+                    Evidence::complete("user", "ann asked"),
+                ];
+                let mut cited = cx.cite_calls(said);
+                cited.swap_remove(0)
             }
             Case::RecordNotYet => Evidence::complete("intake", "a later record")
                 .citing(Citation::record(cx.hop() + 5, "0".repeat(64))),
@@ -362,4 +378,18 @@ fn a_citation_reads_as_tagged_json() {
     })
     .unwrap();
     assert_eq!(json["code"], "citation_not_found");
+}
+
+#[tokio::test]
+async fn evidence_a_model_wrote_is_cited_to_the_calls_of_the_turn() {
+    let done = run(Case::ModelSaid).await.unwrap();
+    assert_eq!(done.output.0, 1);
+    let task: serde_json::Value =
+        serde_json::from_str(&done.transcript.payload(1).unwrap()).unwrap();
+    assert_eq!(task["evidence"][0]["cites"][0]["tool"], "lookup");
+    // A tool the turn never called is not cited: the receipt rejects it.
+    assert!(matches!(
+        rejected(Case::ModelSaidNoCall).await,
+        RejectReason::UncitedEvidence { .. }
+    ));
 }
