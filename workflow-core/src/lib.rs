@@ -81,8 +81,7 @@ pub use run::{
     ToolCall, Transcript,
 };
 pub use spec::{
-    Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Citation,
-    Condition,
+    Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, EmptyOk,
     Endpoint, Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph,
     Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation,
@@ -93,6 +92,8 @@ pub use spec::{
     Workflow,
 };
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
+// What backs an evidence item (its own line: the list above is long).
+pub use spec::Citation;
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
@@ -127,9 +128,10 @@ pub mod prelude {
     pub use crate::ledger::SqliteLedger;
     pub use crate::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering};
     pub use crate::llm::{Model, ModelError, Prompt};
+    pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
     pub use crate::spec::{
-        Budget, Citation, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
+        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
         ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };

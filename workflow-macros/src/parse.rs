@@ -392,7 +392,12 @@ impl HandoffArgs {
             }
             let key = parse_key(
                 input,
-                &["max_bytes", "max_tokens", "unbounded_stop", "uncited_evidence"],
+                &[
+                    "max_bytes",
+                    "max_tokens",
+                    "unbounded_stop",
+                    "uncited_evidence",
+                ],
             )?;
             let n = Number::<u64>::new(input.parse()?);
             if n.value.is_err() {

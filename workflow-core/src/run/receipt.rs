@@ -144,8 +144,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let before = self.transcript.len().checked_sub(1)?;
         items.iter().find_map(|evidence| {
             if evidence.cites.is_empty() {
-                let must_cite =
-                    !contract.uncited_evidence && evidence.claims_tool(W::GRAPH.tools);
+                let must_cite = !contract.uncited_evidence && evidence.claims_tool(W::GRAPH.tools);
                 return must_cite.then(|| RejectReason::UncitedEvidence {
                     source: evidence.source.to_string(),
                     claim: evidence.claim.to_string(),

@@ -106,73 +106,74 @@ pub mod cited {
     async fn intake(case: Case, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
         let approved = cx.approval().is_some();
         let claim = "ann is on the gold plan";
-        let evidence = match case {
-            Case::Cited => {
-                cx.call(tools::lookup, "ann".into()).await?;
-                cx.evidence_from(tools::lookup, claim)?
-            }
-            Case::Fabricated => Evidence::complete("lookup", claim).citing(
-                Citation::tool_call("lookup", cx.hop() + 1, 0, "9f86d081884c7d65"),
-            ),
-            Case::WrongDigest | Case::WrongTool => {
-                cx.call(tools::lookup, "ann".into()).await?;
-                let Citation::ToolCall {
-                    turn,
-                    index,
-                    digest,
-                    ..
-                } = cx.citation(tools::lookup)?
-                else {
-                    unreachable!("a tool call's citation")
-                };
-                let (tool, digest) = if case == Case::WrongDigest {
-                    ("lookup", "0".repeat(64))
-                } else {
-                    ("billing", digest)
-                };
-                Evidence::complete("lookup", claim)
-                    .citing(Citation::tool_call(tool, turn, index, digest))
-            }
-            Case::Uncited | Case::UncitedAllowed => {
-                cx.call(tools::lookup, "ann".into()).await?;
-                Evidence::complete("lookup", claim)
-            }
-            Case::FromUser => Evidence::complete("user", "ann says she is on the gold plan"),
-            Case::CompleteOnPartial | Case::PartialOnPartial if !approved => {
-                cx.call(tools::lookup, "ann".into()).await?;
-                unreachable!("the first lookup is partial")
-            }
-            Case::CompleteOnPartial | Case::PartialOnPartial => {
-                // The partial call is recorded with the escalated record #1.
-                let evidence = if case == Case::CompleteOnPartial {
-                    Evidence::complete("lookup", claim)
-                } else {
-                    Evidence::partial("lookup", claim)
-                };
-                evidence.citing(Citation::tool_call("lookup", 1, 0, ""))
-            }
-            Case::Record | Case::RecordWrongDigest => {
-                let citation = if case == Case::Record {
-                    Citation::record_of(0, &case).map_err(|e| Reject::because(e.to_string()))?
-                } else {
-                    Citation::record(0, "0".repeat(64))
-                };
-                Evidence::complete("intake", "the case as received").citing(citation)
-            }
-            Case::ModelSaid | Case::ModelSaidNoCall => {
-                if case == Case::ModelSaid {
+        let evidence =
+            match case {
+                Case::Cited => {
                     cx.call(tools::lookup, "ann".into()).await?;
+                    cx.evidence_from(tools::lookup, claim)?
                 }
-                let said = [
-                    Evidence::complete("lookup", claim),
-                    Evidence::complete("user", "ann asked"),
-                ];
-                let mut cited = cx.cite_calls(said);
-                cited.swap_remove(0)
-            }
-            Case::RecordNotYet => Evidence::complete("intake", "a later record")
-                .citing(Citation::record(cx.hop() + 5, "0".repeat(64))),
-        };
+                Case::Fabricated => Evidence::complete("lookup", claim).citing(
+                    Citation::tool_call("lookup", cx.hop() + 1, 0, "9f86d081884c7d65"),
+                ),
+                Case::WrongDigest | Case::WrongTool => {
+                    cx.call(tools::lookup, "ann".into()).await?;
+                    let Citation::ToolCall {
+                        turn,
+                        index,
+                        digest,
+                        ..
+                    } = cx.citation(tools::lookup)?
+                    else {
+                        unreachable!("a tool call's citation")
+                    };
+                    let (tool, digest) = if case == Case::WrongDigest {
+                        ("lookup", "0".repeat(64))
+                    } else {
+                        ("billing", digest)
+                    };
+                    Evidence::complete("lookup", claim)
+                        .citing(Citation::tool_call(tool, turn, index, digest))
+                }
+                Case::Uncited | Case::UncitedAllowed => {
+                    cx.call(tools::lookup, "ann".into()).await?;
+                    Evidence::complete("lookup", claim)
+                }
+                Case::FromUser => Evidence::complete("user", "ann says she is on the gold plan"),
+                Case::CompleteOnPartial | Case::PartialOnPartial if !approved => {
+                    cx.call(tools::lookup, "ann".into()).await?;
+                    unreachable!("the first lookup is partial")
+                }
+                Case::CompleteOnPartial | Case::PartialOnPartial => {
+                    // The partial call is recorded with the escalated record #1.
+                    let evidence = if case == Case::CompleteOnPartial {
+                        Evidence::complete("lookup", claim)
+                    } else {
+                        Evidence::partial("lookup", claim)
+                    };
+                    evidence.citing(Citation::tool_call("lookup", 1, 0, ""))
+                }
+                Case::Record | Case::RecordWrongDigest => {
+                    let citation = if case == Case::Record {
+                        Citation::record_of(0, &case).map_err(|e| Reject::because(e.to_string()))?
+                    } else {
+                        Citation::record(0, "0".repeat(64))
+                    };
+                    Evidence::complete("intake", "the case as received").citing(citation)
+                }
+                Case::ModelSaid | Case::ModelSaidNoCall => {
+                    if case == Case::ModelSaid {
+                        cx.call(tools::lookup, "ann".into()).await?;
+                    }
+                    let said = [
+                        Evidence::complete("lookup", claim),
+                        Evidence::complete("user", "ann asked"),
+                    ];
+                    let mut cited = cx.cite_calls(said);
+                    cited.swap_remove(0)
+                }
+                Case::RecordNotYet => Evidence::complete("intake", "a later record")
+                    .citing(Citation::record(cx.hop() + 5, "0".repeat(64))),
+            };
         let stop = StopWhen::at_hop(cx.hop() + 3);
         if case == Case::UncitedAllowed {
             return Ok(intake::Next::Reader(Note {
@@ -233,7 +234,10 @@ async fn evidence_citing_the_call_the_turn_made_is_accepted() {
     let cited = &task["evidence"][0]["cites"][0];
     assert_eq!(cited["kind"], "tool_call");
     assert_eq!(cited["tool"], "lookup");
-    assert_eq!((cited["turn"].as_u64(), cited["index"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (cited["turn"].as_u64(), cited["index"].as_u64()),
+        (Some(1), Some(0))
+    );
     let call = done.transcript.tool_call(1, 0).expect("the cited call");
     let workflow_core::tool::ToolOutcome::Ok { digest, .. } = &call.outcome else {
         panic!("the call succeeded");
@@ -278,7 +282,10 @@ async fn a_citation_naming_another_tool_than_the_call_is_rejected() {
     else {
         panic!("a citation mismatch");
     };
-    assert_eq!((&*field, &*cited, &*recorded), ("tool", "billing", "lookup"));
+    assert_eq!(
+        (&*field, &*cited, &*recorded),
+        ("tool", "billing", "lookup")
+    );
 }
 
 #[tokio::test]
@@ -312,7 +319,10 @@ async fn after_partial(case: Case) -> Aborted {
         ..Desk::default()
     });
     let wf = cited::Workflow::new((), desk);
-    let suspended = wf.run(case).await.expect_err("the partial lookup escalates");
+    let suspended = wf
+        .run(case)
+        .await
+        .expect_err("the partial lookup escalates");
     let suspension = suspended.suspension().expect("suspended");
     wf.decide(&suspension, Decision::Approve { by: "ann".into() })
         .await

@@ -185,7 +185,11 @@ pub mod billing {
         let record = cx.call(tools::lookup_customer, query).await?;
         let mut task = first_task(&order, &record.tenant, cx.hop());
         let cited = cx.citation(tools::lookup_customer)?;
-        task.evidence = task.evidence.into_iter().map(|e| e.citing(cited.clone())).collect();
+        task.evidence = task
+            .evidence
+            .into_iter()
+            .map(|e| e.citing(cited.clone()))
+            .collect();
         Ok(intake::Next::Charger(task))
     }
 
