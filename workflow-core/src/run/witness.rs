@@ -46,12 +46,12 @@ pub(crate) fn check_citation(
                 return Some(not_found());
             };
             if call.tool != *tool {
-                return Some(mismatch(named(), "tool", tool, &call.tool));
+                return Some(mismatch(named(), "tool", &call.tool));
             }
             match &call.outcome {
                 ToolOutcome::Ok {
                     digest: recorded, ..
-                } if recorded != digest => Some(mismatch(named(), "digest", digest, recorded)),
+                } if recorded != digest => Some(mismatch(named(), "digest", recorded)),
                 ToolOutcome::Ok { .. } => None,
                 ToolOutcome::Failed { error }
                     if evidence.complete
@@ -92,16 +92,16 @@ pub(crate) fn check_citation(
                     });
                 }
             };
-            (recorded != *digest).then(|| mismatch(named(), "digest", digest, &recorded))
+            (recorded != *digest).then(|| mismatch(named(), "digest", &recorded))
         }
     }
 }
 
-fn mismatch(citation: String, field: &'static str, cited: &str, recorded: &str) -> RejectReason {
+/// The citation names another `field` than the record holds: `recorded`.
+fn mismatch(citation: String, field: &'static str, recorded: &str) -> RejectReason {
     RejectReason::CitationMismatch {
         citation,
         field: Cow::Borrowed(field),
-        cited: cited.to_owned(),
         recorded: recorded.to_owned(),
     }
 }

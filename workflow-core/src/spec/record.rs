@@ -64,10 +64,9 @@ pub enum RejectReason {
     CitationMismatch {
         /// The citation, as displayed.
         citation: String,
-        /// What differs: `tool` or `digest`.
+        /// What differs: `tool` or `digest` (what the citation says is in
+        /// the payload, in the citation itself).
         field: Cow<'static, str>,
-        /// What the citation says.
-        cited: String,
         /// What the run's record holds.
         recorded: String,
     },
@@ -203,11 +202,10 @@ impl fmt::Display for RejectReason {
             RejectReason::CitationMismatch {
                 citation,
                 field,
-                cited,
                 recorded,
             } => write!(
                 f,
-                "evidence cites {citation} with {field} `{cited}`, but the run's record holds `{recorded}`"
+                "evidence cites {citation} with another {field} than the run's record holds (`{recorded}`)"
             ),
             RejectReason::CitationFailed { citation, error } => {
                 write!(f, "evidence cites {citation}, which did not succeed: {error}")

@@ -258,34 +258,31 @@ async fn fabricated_evidence_citing_a_call_that_never_happened_is_rejected() {
 #[tokio::test]
 async fn a_citation_whose_digest_is_not_the_recorded_result_is_rejected() {
     let RejectReason::CitationMismatch {
+        citation,
         field,
-        cited,
         recorded,
-        ..
     } = rejected(Case::WrongDigest).await
     else {
         panic!("a citation mismatch");
     };
+    assert_eq!(citation, "tool call `lookup` (turn #1, call 0)");
     assert_eq!(field, "digest");
-    assert_eq!(cited, "0".repeat(64));
-    assert_ne!(recorded, cited);
+    assert_eq!(recorded.len(), 64);
+    assert_ne!(recorded, "0".repeat(64));
 }
 
 #[tokio::test]
 async fn a_citation_naming_another_tool_than_the_call_is_rejected() {
     let RejectReason::CitationMismatch {
+        citation,
         field,
-        cited,
         recorded,
-        ..
     } = rejected(Case::WrongTool).await
     else {
         panic!("a citation mismatch");
     };
-    assert_eq!(
-        (&*field, &*cited, &*recorded),
-        ("tool", "billing", "lookup")
-    );
+    assert_eq!(citation, "tool call `billing` (turn #1, call 0)");
+    assert_eq!((&*field, &*recorded), ("tool", "lookup"));
 }
 
 #[tokio::test]
