@@ -320,6 +320,9 @@ pub mod deploy {
         } else {
             Evidence::partial("describe_vpcs", format!("{claim} (page 0 of more)"))
         };
+        // Cites the listing it relied on: the receiver checks the call is in
+        // the run's record, with this result.
+        let evidence = evidence.citing(cx.citation(tools::describe_vpcs)?);
         Ok(network::Next::Terraform(TerraformPlan {
             op: Operation::new(
                 "apply_routes",

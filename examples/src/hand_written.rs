@@ -129,6 +129,7 @@ pub mod counter {
                 max_bytes: Self::MAX_BYTES,
                 max_tokens: Self::MAX_TOKENS,
                 unbounded_stop: Self::UNBOUNDED_STOP,
+                uncited_evidence: Self::UNCITED_EVIDENCE,
             }
         }
     }
@@ -176,6 +177,7 @@ pub mod counter {
                 max_bytes: Self::MAX_BYTES,
                 max_tokens: Self::MAX_TOKENS,
                 unbounded_stop: Self::UNBOUNDED_STOP,
+                uncited_evidence: Self::UNCITED_EVIDENCE,
             }
         }
     }

@@ -243,7 +243,9 @@ pub mod triage {
         }
         let can_return = cx.uses_left::<classifier::Agent>().unwrap_or(0) > 0;
         if case.amount_cents > 0 && can_return {
-            let found = Evidence::complete("status_page", "no open incident on checkout");
+            // Cites the status page call the turn made: the receiver
+            // checks it is in the run's record, with this result.
+            let found = cx.evidence_from(tools::status_page, "no open incident on checkout")?;
             return Ok(tech::Next::Classifier(Ticket {
                 contract: cx
                     .contract(

@@ -92,6 +92,8 @@ pub use spec::{
     Workflow,
 };
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
+// What backs an evidence item (its own line: the list above is long).
+pub use spec::Citation;
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
@@ -131,6 +133,7 @@ pub mod prelude {
     pub use crate::ledger::SqliteLedger;
     pub use crate::ledger::{Ledger, LedgerError, LedgerRecord, MemoryLedger, Tampering};
     pub use crate::llm::{Model, ModelError, Prompt};
+    pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
     pub use crate::spec::{
         Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,

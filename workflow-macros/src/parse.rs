@@ -348,35 +348,57 @@ impl ToolArgs {
     }
 }
 
-/// `#[handoff(max_bytes = N, max_tokens = N, unbounded_stop)]` (all optional).
+/// `#[handoff(max_bytes = N, max_tokens = N, unbounded_stop, uncited_evidence)]`
+/// (all optional).
 #[derive(Default)]
 pub struct HandoffArgs {
     pub max_bytes: Option<Number<u64>>,
     pub max_tokens: Option<Number<u64>>,
     /// `unbounded_stop`: the stop part may hold no machine-checkable condition.
     pub unbounded_stop: Option<Ident>,
+    /// `uncited_evidence`: evidence naming a tool as its source may cite no
+    /// call (evidence from the user's request, say).
+    pub uncited_evidence: Option<Ident>,
 }
+
+/// The flags `#[handoff(..)]` takes, written alone.
+const HANDOFF_FLAGS: [&str; 2] = ["unbounded_stop", "uncited_evidence"];
 
 impl HandoffArgs {
     /// Parses the arguments, reporting each bad one and keeping the rest.
     pub fn parse_all(cx: &Ctxt, tokens: TokenStream) -> HandoffArgs {
         let mut args = HandoffArgs::default();
         parse_each(cx, tokens, |input| {
-            if input.peek(Ident) && input.fork().parse::<Ident>()? == "unbounded_stop" {
+            if input.peek(Ident)
+                && HANDOFF_FLAGS.contains(&input.fork().parse::<Ident>()?.to_string().as_str())
+            {
                 let flag: Ident = input.parse()?;
                 if input.peek(Token![=]) {
                     return Err(syn::Error::new(
                         flag.span(),
-                        "`unbounded_stop` is a flag: write it alone, without `= ..`",
+                        format!("`{flag}` is a flag: write it alone, without `= ..`"),
                     ));
                 }
-                if args.unbounded_stop.is_some() {
+                let slot = if flag == "unbounded_stop" {
+                    &mut args.unbounded_stop
+                } else {
+                    &mut args.uncited_evidence
+                };
+                if slot.is_some() {
                     return Err(duplicate(&flag));
                 }
-                args.unbounded_stop = Some(flag);
+                *slot = Some(flag);
                 return Ok(());
             }
-            let key = parse_key(input, &["max_bytes", "max_tokens", "unbounded_stop"])?;
+            let key = parse_key(
+                input,
+                &[
+                    "max_bytes",
+                    "max_tokens",
+                    "unbounded_stop",
+                    "uncited_evidence",
+                ],
+            )?;
             let n = Number::<u64>::new(input.parse()?);
             if n.value.is_err() {
                 return Err(syn::Error::new(

@@ -97,6 +97,18 @@ async fn no_incident_is_an_answer_that_sends_a_charge_back_to_the_classifier_onc
         "{:?}",
         status.outcome
     );
+    // Tech's evidence cites that call, and the classifier passed it on to
+    // billing with its citation: both receipts checked it.
+    let ToolOutcome::Ok { digest, .. } = &status.outcome else {
+        unreachable!("matched above")
+    };
+    for seq in [3, 4] {
+        let payload: serde_json::Value =
+            serde_json::from_str(&done.transcript.payload(seq).unwrap()).unwrap();
+        let cited = &payload["contract"]["evidence"][0]["cites"][0];
+        assert_eq!(cited["tool"], "status_page", "record #{seq}: {payload}");
+        assert_eq!(cited["digest"], digest.as_str(), "record #{seq}");
+    }
     assert_eq!(wf.deps().refunds(), ["acme: 1999"]);
 }
 

@@ -3,6 +3,7 @@
 //! its turn (`Context`), its tool calls and model generations, and the
 //! run's `Transcript`.
 
+mod cite;
 mod context;
 mod earlier;
 mod generate;
@@ -10,6 +11,7 @@ pub(crate) mod receipt;
 mod runtime;
 mod tool_call;
 mod transcript;
+pub(crate) mod witness;
 
 pub use context::*;
 pub use earlier::*;

@@ -7,7 +7,7 @@
 //!
 //! The order: hop cap, run deadline, budgets, scope owned by the receiver,
 //! scope not expired, a stop part with a machine-checkable condition, stop
-//! conditions, a returned handoff sent again
+//! conditions, the evidence's citations, a returned handoff sent again
 //! unchanged, then the checks on the payload as JSON (size in bytes and in
 //! tokens, forbidden fields, the invariants' predicates, the executor's
 //! gate), then the receiver's pinned fields and `#[pre]` conditions
@@ -45,6 +45,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .or_else(|| contract.and_then(|c| self.check_scope_expired(c)))
             .or_else(|| contract.and_then(check_stop_checkable))
             .or_else(|| contract.and_then(|c| self.check_stop_conditions(c)))
+            .or_else(|| contract.and_then(|c| self.check_evidence_cited(c)))
             .or_else(|| self.check_resent_unchanged())
             .or_else(|| self.check_transfer(contract))
     }
@@ -65,6 +66,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| self.check_scope_expired(c)),
             contract.and_then(|c| self.check_stop_conditions(c)),
+            contract.and_then(|c| self.check_evidence_cited(c)),
             self.check_resent_unchanged(),
         ]
         .into_iter()
@@ -127,6 +129,31 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn check_stop_conditions(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
         let condition = contract.stop.met_at(&self.moment())?;
         Some(RejectReason::StopConditionMet { condition })
+    }
+
+    /// An evidence item is not backed by the run's record: it cites a tool
+    /// call or a transfer that is not there, not the one cited, or did not
+    /// succeed, or it is marked complete on a partial result; or it names
+    /// a tool as its source and cites nothing, where its handoff does not
+    /// accept uncited evidence (`#[handoff(uncited_evidence)]`).
+    fn check_evidence_cited(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
+        let items = contract.evidence.items();
+        if items.is_empty() {
+            return None;
+        }
+        let before = self.transcript.len().checked_sub(1)?;
+        items.iter().find_map(|evidence| {
+            if evidence.cites.is_empty() {
+                let must_cite = !contract.uncited_evidence && evidence.claims_tool(W::GRAPH.tools);
+                return must_cite.then(|| RejectReason::UncitedEvidence {
+                    source: evidence.source.to_string(),
+                    claim: evidence.claim.to_string(),
+                });
+            }
+            evidence.cites.iter().find_map(|citation| {
+                crate::run::witness::check_citation(&self.transcript, evidence, citation, before)
+            })
+        })
     }
 
     /// A handoff returned to its sender comes back with the same bytes over

@@ -38,6 +38,19 @@ impl Status {
     pub(crate) fn ran(self) -> bool {
         matches!(self, Status::Accepted | Status::Approved | Status::Audited)
     }
+
+    /// The receipt's status as its records spell it (`rejected`).
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Accepted => "accepted",
+            Status::Rejected => "rejected",
+            Status::Escalated => "escalated",
+            Status::Approved => "approved",
+            Status::Audited => "audited",
+            Status::TurnFailed => "turn_failed",
+        }
+    }
 }
 
 /// Every transfer of one run, in order: the executor's witness.

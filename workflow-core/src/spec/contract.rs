@@ -210,6 +210,13 @@ pub struct Evidence {
     /// [`Evidence::resolving`]); absent for other evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolves: Option<String>,
+    /// What backs the claim in this run's record (tool calls, transfer
+    /// records), checked at the receipt: each cited witness must exist,
+    /// have succeeded and match its digest. Absent when none: uncited
+    /// evidence whose `source` names one of the workflow's tools is
+    /// rejected unless its handoff is `#[handoff(uncited_evidence)]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cites: Vec<crate::spec::Citation>,
 }
 
 impl Evidence {
@@ -223,6 +230,7 @@ impl Evidence {
             claim: claim.into(),
             complete: true,
             resolves: None,
+            cites: Vec::new(),
         }
     }
 
@@ -236,6 +244,7 @@ impl Evidence {
             claim: claim.into(),
             complete: false,
             resolves: None,
+            cites: Vec::new(),
         }
     }
 }
@@ -247,6 +256,19 @@ impl Evidence {
     pub fn resolving(mut self, question: impl Into<String>) -> Self {
         self.resolves = Some(question.into());
         self
+    }
+
+    /// The same evidence, citing `citation` as what backs it (see
+    /// [`Context::citation`](crate::Context::citation) for the citation of
+    /// a tool call of the turn).
+    pub fn citing(mut self, citation: crate::spec::Citation) -> Self {
+        self.cites.push(citation);
+        self
+    }
+
+    /// Whether its `source` claims a tool: it names one of `tools`.
+    pub fn claims_tool(&self, tools: &[crate::spec::ToolInfo]) -> bool {
+        tools.iter().any(|t| t.name == self.source)
     }
 }
 
@@ -466,6 +488,10 @@ pub struct ContractView<'a> {
     /// Whether the handoff accepts a stop part with no machine-checkable
     /// condition (`#[handoff(unbounded_stop)]`).
     pub unbounded_stop: bool,
+    /// Whether the handoff accepts uncited evidence whose source names a
+    /// tool (`#[handoff(uncited_evidence)]`: evidence from the user's
+    /// request, say). Citations that are given are checked either way.
+    pub uncited_evidence: bool,
 }
 
 /// The type of an `#[uncertainty]` part: lists the open questions.
@@ -505,11 +531,18 @@ impl OpenQuestions for Vec<Uncertainty> {
 pub trait EvidenceList {
     /// Whether some evidence resolves `question`.
     fn resolves(&self, question: &str) -> bool;
+    /// Every evidence item, for the receipt to check their citations (a
+    /// type that hides its items would hide them from that check, so this
+    /// has no default).
+    fn items(&self) -> &[Evidence];
 }
 
 impl EvidenceList for Vec<Evidence> {
     fn resolves(&self, question: &str) -> bool {
         self.iter().any(|e| e.resolves.as_deref() == Some(question))
+    }
+    fn items(&self) -> &[Evidence] {
+        self
     }
 }
 
@@ -543,6 +576,9 @@ pub trait Handoff: Payload {
     /// Whether a stop part with no machine-checkable condition is accepted
     /// (`#[handoff(unbounded_stop)]`); by default it is rejected.
     const UNBOUNDED_STOP: bool = false;
+    /// Whether uncited evidence whose source names a tool is accepted
+    /// (`#[handoff(uncited_evidence)]`); by default it is rejected.
+    const UNCITED_EVIDENCE: bool = false;
     /// The parts the executor checks at the receipt.
     fn contract(&self) -> ContractView<'_>;
 }

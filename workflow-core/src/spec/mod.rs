@@ -9,6 +9,7 @@
 //! runtime. Start reading here.
 
 mod budget;
+mod citation;
 mod contract;
 mod contract_field;
 mod error;
@@ -24,6 +25,7 @@ mod tool;
 mod workflow;
 
 pub use budget::*;
+pub use citation::*;
 pub use contract::*;
 pub use contract_field::*;
 pub use error::*;

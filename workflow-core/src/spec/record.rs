@@ -43,6 +43,49 @@ pub enum RejectReason {
     /// or token budget: empty, or only conditions stated in words), and the
     /// handoff type does not opt out with `#[handoff(unbounded_stop)]`.
     StopUnchecked,
+    /// An evidence item whose source names one of the workflow's tools
+    /// cites no call of the run, and the handoff type does not accept
+    /// uncited evidence (`#[handoff(uncited_evidence)]`).
+    UncitedEvidence {
+        /// The evidence's source (the tool it names).
+        source: String,
+        /// Its claim.
+        claim: String,
+    },
+    /// An evidence item cites a tool call or a transfer record that is not
+    /// in this run's record (a call that never happened, a record not yet
+    /// made).
+    CitationNotFound {
+        /// The citation, as displayed (`tool call `lookup` (turn #3, call 0)`).
+        citation: String,
+    },
+    /// An evidence item cites a call or a record that exists, but not the
+    /// one cited: another tool, or another result than the digest says.
+    CitationMismatch {
+        /// The citation, as displayed.
+        citation: String,
+        /// What differs: `tool` or `digest` (what the citation says is in
+        /// the payload, in the citation itself).
+        field: Cow<'static, str>,
+        /// What the run's record holds.
+        recorded: String,
+    },
+    /// An evidence item cites a tool call that failed, or a transfer that
+    /// was not accepted: nothing backs its claim.
+    CitationFailed {
+        /// The citation, as displayed.
+        citation: String,
+        /// What the record says went wrong.
+        error: String,
+    },
+    /// An evidence item marked `complete` cites a tool call whose result
+    /// was partial or empty (refused by the tool's fail-fast rule).
+    CompleteOnPartial {
+        /// The citation, as displayed.
+        citation: String,
+        /// The tool's error.
+        error: String,
+    },
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
     // True of every edge of a generated workflow, the caller's into the
@@ -148,6 +191,28 @@ impl fmt::Display for RejectReason {
             }
             RejectReason::StopUnchecked => f.write_str(
                 "the stop part has no machine-checkable condition (a hop, a deadline or a token budget); conditions in words alone do not stop anything",
+            ),
+            RejectReason::UncitedEvidence { source, claim } => write!(
+                f,
+                "evidence `{claim}` names tool `{source}` as its source but cites no call of it (cite the call, or mark the handoff `#[handoff(uncited_evidence)]`)"
+            ),
+            RejectReason::CitationNotFound { citation } => {
+                write!(f, "evidence cites {citation}, which is not in this run's record")
+            }
+            RejectReason::CitationMismatch {
+                citation,
+                field,
+                recorded,
+            } => write!(
+                f,
+                "evidence cites {citation} with another {field} than the run's record holds (`{recorded}`)"
+            ),
+            RejectReason::CitationFailed { citation, error } => {
+                write!(f, "evidence cites {citation}, which did not succeed: {error}")
+            }
+            RejectReason::CompleteOnPartial { citation, error } => write!(
+                f,
+                "evidence marked complete cites {citation}, whose result was partial: {error} (mark it partial, or cite a complete result)"
             ),
             RejectReason::ScopeNotOwned { authority } => {
                 write!(f, "the receiver does not own authority `{authority}`")

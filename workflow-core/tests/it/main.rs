@@ -14,6 +14,7 @@ pub mod fixtures;
 pub mod agent_view;
 pub mod audit;
 pub mod checkpoint;
+pub mod citations;
 pub mod contract_parts;
 pub mod empty_ok;
 pub mod enforcement;

@@ -101,6 +101,7 @@ impl Agent<Broken> for Only {
             max_bytes: None,
             max_tokens: None,
             unbounded_stop: false,
+            uncited_evidence: false,
         })
     }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {

@@ -148,7 +148,9 @@ macro_rules! ticket_version {
                     Ok(lookup::Next::Responder(Draft {
                         op: Operation::new("reply", ""),
                         scope: cx.delegate(authority::Reply),
-                        evidence: vec![Evidence::complete("find_account", account.plan.clone())],
+                        evidence: vec![
+                            cx.evidence_from(tools::find_account, account.plan.clone())?,
+                        ],
                         open: vec![],
                         stop: StopWhen::at_hop(cx.hop() + 8),
                         summary: $summary(&account),

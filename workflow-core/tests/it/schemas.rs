@@ -183,11 +183,14 @@ pub mod billing {
             customer: order.customer.clone(),
         };
         let record = cx.call(tools::lookup_customer, query).await?;
-        Ok(intake::Next::Charger(first_task(
-            &order,
-            &record.tenant,
-            cx.hop(),
-        )))
+        let mut task = first_task(&order, &record.tenant, cx.hop());
+        let cited = cx.citation(tools::lookup_customer)?;
+        task.evidence = task
+            .evidence
+            .into_iter()
+            .map(|e| e.citing(cited.clone()))
+            .collect();
+        Ok(intake::Next::Charger(task))
     }
 
     #[agent(owns = [Charge], tools = [charge_card], to = [auditor], timeout_ms = 1000)]
@@ -203,7 +206,8 @@ pub mod billing {
             scope: cx.delegate(authority::Audit),
             // The charge going through answers whether the card is valid.
             evidence: vec![
-                Evidence::complete("charge_card", "charged").resolving("is the card still valid?"),
+                cx.evidence_from(tools::charge_card, "charged")?
+                    .resolving("is the card still valid?"),
             ],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -179,6 +179,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
         };
     let (max_bytes, max_tokens) = (limit(&h.args.max_bytes), limit(&h.args.max_tokens));
     let unbounded_stop = h.args.unbounded_stop.is_some();
+    let uncited_evidence = h.args.uncited_evidence.is_some();
     let View {
         authority,
         expires,
@@ -193,6 +194,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
             const MAX_BYTES: ::workflow_core::__private::Option<u64> = #max_bytes;
             const MAX_TOKENS: ::workflow_core::__private::Option<u64> = #max_tokens;
             const UNBOUNDED_STOP: bool = #unbounded_stop;
+            const UNCITED_EVIDENCE: bool = #uncited_evidence;
             fn contract(&self) -> ::workflow_core::__private::ContractView<'_> {
                 ::workflow_core::__private::ContractView {
                     parts: <Self as ::workflow_core::__private::Handoff>::PARTS,
@@ -204,6 +206,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
                     max_bytes: <Self as ::workflow_core::__private::Handoff>::MAX_BYTES,
                     max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
                     unbounded_stop: <Self as ::workflow_core::__private::Handoff>::UNBOUNDED_STOP,
+                    uncited_evidence: <Self as ::workflow_core::__private::Handoff>::UNCITED_EVIDENCE,
                 }
             }
         }

@@ -157,7 +157,7 @@ impl Workflow {
                             } else if !matches!(a.meta, syn::Meta::Path(_)) {
                                 cx.error_spanned_by(
                                     &a,
-                                    "`#[handoff]` takes `(max_bytes = N, max_tokens = N, unbounded_stop)` or nothing",
+                                    "`#[handoff]` takes `(max_bytes = N, max_tokens = N, unbounded_stop, uncited_evidence)` or nothing",
                                 );
                             }
                         }

@@ -1,5 +1,6 @@
-//! `#[handoff]` takes only its own arguments (`unbounded_stop` is a flag,
-//! without a value), and the part markers take none.
+//! `#[handoff]` takes only its own arguments (`unbounded_stop` and
+//! `uncited_evidence` are flags, without a value), and the part markers
+//! take none.
 
 use workflow_core::prelude::*;
 
@@ -28,6 +29,20 @@ mod wf {
 
     #[handoff(unbounded_stop = true)]
     pub struct Watch {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Act>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[handoff(uncited_evidence = true)]
+    pub struct Note {
         #[operation]
         pub op: Operation,
         #[authority]

@@ -63,7 +63,7 @@ mod jobs {
         Ok(planner::Next::Writer(Write {
             op: Operation::new("update", "update the rows"),
             scope: cx.delegate(authority::Mutate).until_hop(cx.hop() + 1),
-            evidence: vec![Evidence::complete("limit", format!("limit is {limit}"))],
+            evidence: vec![cx.evidence_from(tools::limit, format!("limit is {limit}"))?],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 2),
             rows: job.rows.min(limit),
