@@ -11,8 +11,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 fn spec() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/it/fixtures/mcp-tool-shape.schema.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/mcp-tool-shape.schema.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("the fixture")).expect("JSON")
 }
 

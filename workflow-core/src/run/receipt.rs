@@ -65,6 +65,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.check_budgets(),
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| self.check_scope_expired(c)),
+            contract.and_then(check_stop_checkable),
             contract.and_then(|c| self.check_stop_conditions(c)),
             contract.and_then(|c| self.check_evidence_cited(c)),
             self.check_resent_unchanged(),

@@ -271,7 +271,7 @@ pub mod crew {
             scope: cx.delegate(authority::Dig).until_hop(until_hop),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::any([]),
+            stop: StopWhen::at_hop(3),
         }))
     }
 

@@ -139,6 +139,18 @@ async fn a_stop_part_with_nothing_checkable_is_rejected() {
 }
 
 #[tokio::test]
+async fn a_stop_part_with_nothing_checkable_is_recorded_in_audit_mode() {
+    let wf = flow::Workflow::new((), ()).with_mode(workflow_core::Mode::Audit);
+    let done = wf.run((false, Stop::DescribedOnly)).await.expect("audited");
+    assert_eq!(
+        done.transcript.receipt(1),
+        Some(Receipt::Audited {
+            reasons: vec![RejectReason::StopUnchecked]
+        })
+    );
+}
+
+#[tokio::test]
 async fn a_short_contract_with_nothing_checkable_is_rejected() {
     let wf = flow::Workflow::new((), ());
     let aborted = wf.run((true, Stop::DescribedOnly)).await.unwrap_err();
