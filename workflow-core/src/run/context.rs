@@ -178,8 +178,9 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         self.run_id
     }
 
-    /// A scope delegating `authority` to a receiver (which must own it).
-    pub fn delegate<Au: Authority>(&self, authority: Au) -> Scope<Au> {
+    /// A lease on `authority` for the receiver of a handoff (which must
+    /// own it): the scope the handoff's `#[authority]` part carries.
+    pub fn lease<Au: Authority>(&self, authority: Au) -> Scope<Au> {
         Scope::new(authority)
     }
 

@@ -268,7 +268,7 @@ pub mod crew {
     async fn lead(until_hop: u32, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
         Ok(lead::Next::Worker(Job {
             op: Operation::new("dig", "one hole"),
-            scope: cx.delegate(authority::Dig).until_hop(until_hop),
+            scope: cx.lease(authority::Dig).until_hop(until_hop),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::any([]),

@@ -194,7 +194,7 @@ pub mod shop {
     async fn clerk(order: Order, cx: clerk::Context<'_>) -> Result<clerk::Next, Reject> {
         Ok(clerk::Next::Picker(PickTask {
             op: Operation::new("pick", order.item.clone()),
-            scope: cx.delegate(authority::Pick),
+            scope: cx.lease(authority::Pick),
             evidence: vec![],
             open: order
                 .open
@@ -262,7 +262,7 @@ pub mod shop {
         };
         Ok(picker::Next::Packer(PackTask {
             op: Operation::new("pack", "pack it"),
-            scope: cx.delegate(authority::Pack),
+            scope: cx.lease(authority::Pack),
             evidence,
             open,
             stop,

@@ -191,7 +191,7 @@ pub mod flow {
         }
         Ok(worker::Next::Checker(Check {
             op: Operation::new("check", "check the round"),
-            scope: cx.delegate(authority::Judge),
+            scope: cx.lease(authority::Judge),
             // Every open question it received is answered by this round.
             evidence: std::iter::once(Evidence::complete("worker", "round done"))
                 .chain(task.open.iter().map(|u| {
@@ -215,7 +215,7 @@ pub mod flow {
         }
         Ok(checker::Next::Worker(Task {
             op: Operation::new("work", "once more"),
-            scope: cx.delegate(authority::Work),
+            scope: cx.lease(authority::Work),
             evidence: vec![],
             open: vec![Uncertainty::new("is it right now?", "another round")],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -300,7 +300,7 @@ pub mod pingpong {
     async fn ping(ball: Serve, cx: ping::Context<'_>) -> Result<ping::Next, Reject> {
         Ok(ping::Next::Pong(Return {
             op: Operation::new("return", ""),
-            scope: cx.delegate(authority::Block),
+            scope: cx.lease(authority::Block),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -351,7 +351,7 @@ pub mod capped {
     async fn first(value: u32, cx: first::Context<'_>) -> Result<first::Next, Reject> {
         Ok(first::Next::Second(Baton {
             op: Operation::new("carry", ""),
-            scope: cx.delegate(authority::Finish),
+            scope: cx.lease(authority::Finish),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -977,7 +977,7 @@ pub mod scoped {
         let now = workflow_core::Moment::at_hop(cx.hop()).unix_ms();
         Ok(boss::Next::Clerk(Errand {
             op: Operation::new("spend", "spend 1"),
-            scope: cx.delegate(authority::Spend).until_unix_ms(now + valid_ms),
+            scope: cx.lease(authority::Spend).until_unix_ms(now + valid_ms),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -131,7 +131,7 @@ macro_rules! ticket_version {
                 ) -> Result<triage::Next, Reject> {
                     Ok(triage::Next::Lookup(Lookup {
                         op: Operation::new("lookup", q.text),
-                        scope: cx.delegate(authority::ReadAccount),
+                        scope: cx.lease(authority::ReadAccount),
                         evidence: vec![],
                         open: vec![],
                         stop: StopWhen::at_hop(cx.hop() + 8),
@@ -147,7 +147,7 @@ macro_rules! ticket_version {
                     let account = cx.call(tools::find_account, $query(&task.customer)).await?;
                     Ok(lookup::Next::Responder(Draft {
                         op: Operation::new("reply", ""),
-                        scope: cx.delegate(authority::Reply),
+                        scope: cx.lease(authority::Reply),
                         evidence: vec![Evidence::complete("find_account", account.plan.clone())],
                         open: vec![],
                         stop: StopWhen::at_hop(cx.hop() + 8),

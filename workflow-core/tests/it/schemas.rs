@@ -200,7 +200,7 @@ pub mod billing {
         let result = cx.call(tools::charge_card, request).await?;
         Ok(charger::Next::Auditor(AuditTask {
             op: Operation::new("audit", "check the charge"),
-            scope: cx.delegate(authority::Audit),
+            scope: cx.lease(authority::Audit),
             // The charge going through answers whether the card is valid.
             evidence: vec![
                 Evidence::complete("charge_card", "charged").resolving("is the card still valid?"),
@@ -219,7 +219,7 @@ pub mod billing {
         if task.attempt < 2 {
             return Ok(auditor::Next::Charger(ChargeTask {
                 op: Operation::new("charge", "charge again"),
-                scope: cx.delegate(authority::Charge),
+                scope: cx.lease(authority::Charge),
                 evidence: vec![Evidence::partial("auditor", "the receipt was unreadable")],
                 open: vec![],
                 stop: StopWhen::at_hop(cx.hop() + 8),
