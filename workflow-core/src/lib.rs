@@ -84,7 +84,7 @@ pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, EmptyOk,
     Endpoint, Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph,
-    Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation,
+    Handoff, Invariants, Lease, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenEnded, OpenQuestions, Operation,
     OperationPart, Owns, Payload, PayloadError, Receipt, RecordError, RecordedPayload, Reject,
     RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions,
     StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind, ToolInfo,
@@ -128,7 +128,7 @@ pub mod prelude {
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::Escalation;
     pub use crate::spec::{
-        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
+        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Lease, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
         ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };
@@ -146,7 +146,7 @@ pub mod __private {
     pub use crate::{
         Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractParts,
         ContractView, EdgeInfo, Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph,
-        Handoff, Invariants, Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route,
+        Handoff, Invariants, Node, OnReject, OpenEnded, OpenQuestions, Owns, RecordedPayload, Reject, Route,
         RunError, Runtime, SchemaSet, StopConditions, Then, Tool, ToolCallPermit, ToolError,
         ToolInfo, TransferView, Transition, Workflow,
     };

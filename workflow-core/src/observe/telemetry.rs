@@ -375,6 +375,8 @@ mod recording {
             RejectReason::ScopeExpired { .. } => "scope_expired",
             RejectReason::StopConditionMet { .. } => "stop_condition_met",
             RejectReason::StopUnchecked => "stop_unchecked",
+            RejectReason::LeaseUnbounded { .. } => "lease_unbounded",
+            RejectReason::LeaseOutlivesGrantor { .. } => "lease_outlives_grantor",
             RejectReason::ScopeNotOwned { .. } => "scope_not_owned",
             RejectReason::DeadlinePassed { .. } => "deadline_passed",
             RejectReason::BudgetExhausted { .. } => "budget_exhausted",

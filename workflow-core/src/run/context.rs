@@ -4,7 +4,7 @@
 use crate::spec::RejectReason;
 use crate::spec::ToolError;
 use crate::spec::agent_name;
-use crate::spec::{Authority, Expiry, Payload, Scope};
+use crate::spec::{Authority, Expiry, Lease, Payload};
 use crate::spec::{BudgetExhausted, Usage};
 use crate::spec::{Then, ToolCallRecord};
 use std::marker::PhantomData;
@@ -179,14 +179,25 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     }
 
     /// A lease on `authority` for the receiver of a handoff (which must
-    /// own it): the scope the handoff's `#[authority]` part carries.
-    pub fn lease<Au: Authority>(&self, authority: Au) -> Scope<Au> {
-        Scope::new(authority)
+    /// own it), to be bounded before it is the scope the handoff's
+    /// `#[authority]` part carries: `cx.lease(a).until_hop(n)`,
+    /// `.until_unix_ms(ms)`, `.for_next_turn()`, or `.open_ended()` for an
+    /// authority declared open-ended. At the receipt the lease must not
+    /// outlive this turn's own scope nor the run (its hop cap, its
+    /// deadline).
+    pub fn lease<Au: Authority>(&self, authority: Au) -> Lease<Au> {
+        Lease::granted(
+            authority,
+            self.hop,
+            self.scope.map(|(_, expires)| expires),
+            self.max_hops,
+        )
     }
 
     /// A contract for a handoff asking for `op` under `authority`, with the
-    /// defaults the runtime knows: the scope ends with the receiver's turn
-    /// (the next hop), the stop is at the workflow's bound (`MAX_HOPS`).
+    /// defaults the runtime knows: the scope ends when this turn's own does
+    /// ([`Lease::as_long_as_mine`]), the stop is at the workflow's bound
+    /// (`MAX_HOPS`).
     /// Say the evidence and the open questions, then `build()`:
     /// `cx.contract(authority::Apply, op).evidence([e]).open([]).build()`.
     /// `.scope(..)` and `.stop(..)` replace the defaults.
@@ -195,8 +206,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         authority: Au,
         op: crate::spec::Operation,
     ) -> crate::spec::ContractBuilder<Au> {
-        let _ = authority;
-        crate::spec::contract_at::<Au>(op, self.hop, W::GRAPH.max_hops)
+        let scope = self.lease(authority).as_long_as_mine();
+        crate::spec::contract_at::<Au>(op, scope, W::GRAPH.max_hops)
     }
 
     /// When this turn runs again because the receiver of its handoff

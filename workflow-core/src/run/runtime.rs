@@ -91,6 +91,10 @@ pub struct Runtime<'x, W: Workflow> {
     pub(crate) next_turn: TurnStart,
     /// The scope of the handoff the current turn works under.
     pub(super) turn_scope: Option<(&'static str, Expiry)>,
+    /// The expiry of the scope the sender of the transfer being received
+    /// worked under (`None`: no scope), which the lease it grants must not
+    /// outlive.
+    pub(super) grantor: Option<Expiry>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).
     pub(super) prev_hash: Arc<str>,
@@ -186,6 +190,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
+            grantor: None,
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
@@ -808,6 +813,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
+        self.grantor = self.turn_scope.map(|(_, expires)| expires);
         self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),

@@ -43,6 +43,29 @@ pub enum RejectReason {
     /// or token budget: empty, or only conditions stated in words), and the
     /// handoff type does not opt out with `#[handoff(unbounded_stop)]`.
     StopUnchecked,
+    /// The lease in the handoff never expires (`"expires": "never"`), and
+    /// its authority is not declared open-ended
+    /// (`#[workflow(open_ended = [..])]`).
+    LeaseUnbounded {
+        /// The authority.
+        authority: Cow<'static, str>,
+    },
+    /// The lease in the handoff would outlive what its sender works under:
+    /// the sender's own scope (`bound: "sender_scope"`), the run's hop cap
+    /// (`"hop_cap"`, as a hop) or the run's deadline (`"deadline"`, in ms
+    /// since the Unix epoch). A lease counted in hops cannot be compared
+    /// with a bound in wall-clock time, nor the other way round: it is
+    /// rejected too.
+    LeaseOutlivesGrantor {
+        /// The authority leased.
+        authority: Cow<'static, str>,
+        /// The lease's expiry.
+        lease: crate::spec::Expiry,
+        /// The bound it would outlive.
+        grantor: crate::spec::Expiry,
+        /// Whose bound: `sender_scope`, `hop_cap` or `deadline`.
+        bound: Cow<'static, str>,
+    },
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
     // True of every edge of a generated workflow, the caller's into the
@@ -148,6 +171,19 @@ impl fmt::Display for RejectReason {
             }
             RejectReason::StopUnchecked => f.write_str(
                 "the stop part has no machine-checkable condition (a hop, a deadline or a token budget); conditions in words alone do not stop anything",
+            ),
+            RejectReason::LeaseUnbounded { authority } => write!(
+                f,
+                "the lease on authority `{authority}` never expires; bound it (`.until_hop(n)`, `.until_unix_ms(ms)`) or declare the authority open-ended"
+            ),
+            RejectReason::LeaseOutlivesGrantor {
+                authority,
+                lease,
+                grantor,
+                bound,
+            } => write!(
+                f,
+                "the lease on authority `{authority}` ({lease:?}) outlives the sender's bound ({bound}: {grantor:?})"
             ),
             RejectReason::ScopeNotOwned { authority } => {
                 write!(f, "the receiver does not own authority `{authority}`")

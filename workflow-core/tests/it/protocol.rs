@@ -101,6 +101,7 @@ impl Agent<Broken> for Only {
             max_bytes: None,
             max_tokens: None,
             unbounded_stop: false,
+            open_ended: false,
         })
     }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {

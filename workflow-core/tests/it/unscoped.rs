@@ -242,6 +242,7 @@ impl Agent<Keys> for Guard {
             max_bytes: None,
             max_tokens: None,
             unbounded_stop: false,
+            open_ended: false,
         })
     }
     async fn run(task: Task, cx: Context<'_, Keys, Self>) -> Result<Next, Reject> {

@@ -204,6 +204,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
                     max_bytes: <Self as ::workflow_core::__private::Handoff>::MAX_BYTES,
                     max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
                     unbounded_stop: <Self as ::workflow_core::__private::Handoff>::UNBOUNDED_STOP,
+                    open_ended: <#authority as ::workflow_core::__private::Authority>::OPEN_ENDED,
                 }
             }
         }

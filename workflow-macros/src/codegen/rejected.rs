@@ -51,6 +51,7 @@ pub fn handoff_impl(ident: &Ident, generics: &Generics) -> TokenStream {
                     max_bytes: #p::Option::None,
                     max_tokens: #p::Option::None,
                     unbounded_stop: false,
+                    open_ended: false,
                 }
             }
         }
