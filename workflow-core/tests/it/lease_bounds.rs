@@ -253,3 +253,51 @@ fn expiries_compare_only_in_the_same_unit() {
     assert!(Expiry::Never.within(Expiry::Never));
     assert!(Expiry::AtHop(9).within(Expiry::Never));
 }
+
+#[workflow(entry = first, output = u32, open_ended = [Watch])]
+pub mod watch {
+    use super::*;
+
+    /// A handoff whose lease may be open-ended: its authority says so.
+    #[handoff]
+    pub struct Watching {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Watch>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[agent(owns = [Begin], to = [watcher])]
+    async fn first(_go: bool, cx: first::Context<'_>) -> Result<first::Next, Reject> {
+        Ok(first::Next::Watcher(Watching {
+            op: Operation::new("watch", ""),
+            scope: cx.lease(authority::Watch).open_ended(),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(MAX_HOPS),
+        }))
+    }
+
+    #[agent(owns = [Watch], to = [END])]
+    async fn watcher(task: Watching, _cx: watcher::Context<'_>) -> Result<watcher::Next, Reject> {
+        Ok(watcher::Next::End(u32::from(task.scope.expires == Expiry::Never)))
+    }
+}
+
+#[tokio::test]
+async fn an_authority_declared_open_ended_takes_a_lease_that_never_expires() {
+    use workflow_core::Authority;
+    assert!(<watch::authority::Watch as Authority>::OPEN_ENDED);
+    assert!(!<watch::authority::Begin as Authority>::OPEN_ENDED);
+    let done = watch::Workflow::new((), ())
+        .run(true)
+        .await
+        .expect("open-ended is declared");
+    assert_eq!(done.output, 1);
+}
