@@ -377,6 +377,7 @@ mod recording {
             RejectReason::StopUnchecked => "stop_unchecked",
             RejectReason::LeaseUnbounded { .. } => "lease_unbounded",
             RejectReason::LeaseOutlivesGrantor { .. } => "lease_outlives_grantor",
+            RejectReason::LeaseRevoked { .. } => "lease_revoked",
             RejectReason::ScopeNotOwned { .. } => "scope_not_owned",
             RejectReason::DeadlinePassed { .. } => "deadline_passed",
             RejectReason::BudgetExhausted { .. } => "budget_exhausted",

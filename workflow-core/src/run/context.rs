@@ -22,6 +22,9 @@ pub struct Context<'x, W: Workflow, A> {
     /// The scope of the handoff the agent works under (`None` for the
     /// workflow input, which delegates nothing).
     pub(crate) scope: Option<(&'static str, Expiry)>,
+    /// The transfer record that granted the turn's scope (its lease's id
+    /// with the run's).
+    pub(crate) lease_seq: u32,
     pub(crate) shared: Arc<RunShared>,
     /// The sequence number the record of this turn's outcome takes (its
     /// handoff, or the record of its failure): with the call's index, what
@@ -55,6 +58,8 @@ pub(crate) struct Journal<'x> {
 #[derive(Default)]
 pub(crate) struct RunShared {
     pub(crate) budget: Option<crate::spec::Budget>,
+    /// The leases revoked (`Executor::revoke`).
+    pub(crate) revocations: Option<Arc<crate::spec::Revocations>>,
     /// The model `cx.generate` asks (`Executor::with_model`).
     pub(crate) model: Option<Arc<dyn crate::llm::Model>>,
     /// Set once anything is logged, so that a turn without tool calls or
@@ -371,6 +376,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             agent: self.agent_name(),
             owns: self.owned_authorities(),
             scope: self.scope,
+            lease_seq: self.lease_seq,
             hop: self.hop,
             run_id: self.run_id,
             turn_seq: self.turn_seq,
@@ -397,6 +403,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             hop: self.hop,
             run_id: self.run_id,
             scope: self.scope,
+            lease_seq: self.lease_seq,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::run::Runtime;
-use crate::spec::{ContractView, Expiry, Node, RejectReason, Workflow};
+use crate::spec::{ContractView, Expiry, LeaseId, Node, RejectReason, Workflow};
 
 /// Slack allowed between a lease's wall-clock expiry and the run's
 /// deadline as the receipt computes it: the sender computes its lease from
@@ -58,7 +58,7 @@ impl<W: Workflow> Runtime<'_, W> {
                 bound: Cow::Borrowed(bound),
             })
         };
-        if let Some(reason) = self.grantor.and_then(|g| outlives(g, "sender_scope")) {
+        if let Some(reason) = self.grantor.and_then(|(_, g)| outlives(g, "sender_scope")) {
             return Some(reason);
         }
         if let Expiry::AtHop(hop) = lease
@@ -71,6 +71,31 @@ impl<W: Workflow> Runtime<'_, W> {
             if ms > deadline.saturating_add(DEADLINE_SLACK_MS) {
                 return outlives(Expiry::AtUnixMs(deadline), "deadline");
             }
+        }
+        None
+    }
+}
+
+impl<W: Workflow> Runtime<'_, W> {
+    /// The lease the transfer carries, or the one its sender worked under,
+    /// was revoked (`Executor::revoke`).
+    pub(super) fn check_lease_revoked(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
+        let revocations = self.shared.revocations.as_deref()?;
+        let run_id = self.transcript.run_id;
+        let revoked = |seq: usize| revocations.is_revoked(LeaseId { run_id, seq: seq as u32 });
+        let pending = self.transcript.len().checked_sub(1)?;
+        if revoked(pending) {
+            return Some(RejectReason::LeaseRevoked {
+                authority: Cow::Borrowed(contract.authority),
+                seq: pending as u32,
+            });
+        }
+        let (authority, _) = self.grantor?;
+        if self.sent_by_agent() && revoked(self.turn_input) {
+            return Some(RejectReason::LeaseRevoked {
+                authority: Cow::Borrowed(authority),
+                seq: self.turn_input as u32,
+            });
         }
         None
     }

@@ -6,7 +6,7 @@
 //! to reject, or `None`; the first reason found decides the receipt.
 //!
 //! The order: hop cap, run deadline, budgets, scope owned by the receiver,
-//! scope not expired, the lease bounded and not outliving its sender's own
+//! scope not expired, the lease not revoked, bounded and not outliving its sender's own
 //! scope nor the run (`run/lease_receipt.rs`), a stop part with a machine-checkable condition, stop
 //! conditions, a returned handoff sent again
 //! unchanged, then the checks on the payload as JSON (size in bytes and in
@@ -44,6 +44,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .or_else(|| self.check_budgets())
             .or_else(|| contract.and_then(check_scope_owned::<W, A>))
             .or_else(|| contract.and_then(|c| self.check_scope_expired(c)))
+            .or_else(|| contract.and_then(|c| self.check_lease_revoked(c)))
             .or_else(|| contract.and_then(|c| self.check_lease_bounded(c)))
             .or_else(|| contract.and_then(|c| self.check_lease_within_grantor(c)))
             .or_else(|| contract.and_then(check_stop_checkable))
@@ -67,6 +68,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.check_budgets(),
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| self.check_scope_expired(c)),
+            contract.and_then(|c| self.check_lease_revoked(c)),
             contract.and_then(|c| self.check_lease_bounded(c)),
             contract.and_then(|c| self.check_lease_within_grantor(c)),
             contract.and_then(|c| self.check_stop_conditions(c)),

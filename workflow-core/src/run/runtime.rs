@@ -42,6 +42,8 @@ pub(crate) struct Limits<'x> {
     pub(crate) lease_ttl_ms: u64,
     /// Whether failed checks stop transfers or are only recorded.
     pub(crate) mode: crate::spec::Mode,
+    /// The leases revoked (`Executor::revoke`).
+    pub(crate) revocations: Option<&'x Arc<crate::spec::Revocations>>,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -94,7 +96,7 @@ pub struct Runtime<'x, W: Workflow> {
     /// The expiry of the scope the sender of the transfer being received
     /// worked under (`None`: no scope), which the lease it grants must not
     /// outlive.
-    pub(super) grantor: Option<Expiry>,
+    pub(super) grantor: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).
     pub(super) prev_hash: Arc<str>,
@@ -175,6 +177,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             shared: Arc::new(RunShared {
                 budget: limits.budget,
                 model: limits.model.cloned(),
+                revocations: limits.revocations.cloned(),
                 edge_uses: W::GRAPH
                     .edges
                     .iter()
@@ -386,6 +389,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             hop: self.hops,
             run_id: self.transcript.run_id,
             scope,
+            // The transfer the turn works on: the last one (a returned
+            // turn's is set by `start_returned`).
+            lease_seq: (self.transcript.len() as u32).saturating_sub(1),
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
             journal: self.ledger.map(|ledger| crate::run::context::Journal {
@@ -813,7 +819,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
-        self.grantor = self.turn_scope.map(|(_, expires)| expires);
+        self.grantor = self.turn_scope;
         self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
@@ -846,7 +852,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.begin_turn(contract);
         self.shared.lock().returned = Some(returned);
         self.shared.mark();
-        let cx = self.context::<A>(self.turn_scope);
+        let mut cx = self.context::<A>(self.turn_scope);
+        cx.lease_seq = self.turn_input as u32;
         self.hops += 1;
         Ok(cx)
     }

@@ -66,6 +66,14 @@ pub enum RejectReason {
         /// Whose bound: `sender_scope`, `hop_cap` or `deadline`.
         bound: Cow<'static, str>,
     },
+    /// The lease was revoked (`Executor::revoke`): the lease the handoff
+    /// carries, or the one its sender worked under.
+    LeaseRevoked {
+        /// The authority leased.
+        authority: Cow<'static, str>,
+        /// The transfer record that granted the lease.
+        seq: u32,
+    },
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
     // True of every edge of a generated workflow, the caller's into the
@@ -184,6 +192,10 @@ impl fmt::Display for RejectReason {
             } => write!(
                 f,
                 "the lease on authority `{authority}` ({lease:?}) outlives the sender's bound ({bound}: {grantor:?})"
+            ),
+            RejectReason::LeaseRevoked { authority, seq } => write!(
+                f,
+                "the lease on authority `{authority}` granted at record {seq} was revoked"
             ),
             RejectReason::ScopeNotOwned { authority } => {
                 write!(f, "the receiver does not own authority `{authority}`")
