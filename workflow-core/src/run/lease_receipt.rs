@@ -82,7 +82,12 @@ impl<W: Workflow> Runtime<'_, W> {
     pub(super) fn check_lease_revoked(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
         let revocations = self.shared.revocations.as_deref()?;
         let run_id = self.transcript.run_id;
-        let revoked = |seq: usize| revocations.is_revoked(LeaseId { run_id, seq: seq as u32 });
+        let revoked = |seq: usize| {
+            revocations.is_revoked(LeaseId {
+                run_id,
+                seq: seq as u32,
+            })
+        };
         let pending = self.transcript.len().checked_sub(1)?;
         if revoked(pending) {
             return Some(RejectReason::LeaseRevoked {

@@ -108,7 +108,11 @@ pub mod relay {
         cx.call(tools::tick, 1).await?;
         Ok(middle::Next::Last(ToLast {
             op: Operation::new("finish", ""),
-            scope: scope(cx.lease(authority::Finish), authority::Finish, task.plan.middle),
+            scope: scope(
+                cx.lease(authority::Finish),
+                authority::Finish,
+                task.plan.middle,
+            ),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(MAX_HOPS),
@@ -286,7 +290,9 @@ pub mod watch {
 
     #[agent(owns = [Watch], to = [END])]
     async fn watcher(task: Watching, _cx: watcher::Context<'_>) -> Result<watcher::Next, Reject> {
-        Ok(watcher::Next::End(u32::from(task.scope.expires == Expiry::Never)))
+        Ok(watcher::Next::End(u32::from(
+            task.scope.expires == Expiry::Never,
+        )))
     }
 }
 

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use workflow_core::prelude::*;
 use workflow_core::tool::{ToolOutcome, call_id};
 use workflow_core::{LeaseId, Revocations};
-use workflow_core::prelude::*;
 
 use crate::fixtures::assert_rejected;
 
