@@ -51,7 +51,7 @@ impl<W: Workflow> Runtime<'_, W> {
         }
         let lease = contract.expires;
         let outlives = |grantor: Expiry, bound: &'static str| {
-            (!lease.within(grantor)).then(|| RejectReason::LeaseOutlivesGrantor {
+            (!lease.within(grantor)).then_some(RejectReason::LeaseOutlivesGrantor {
                 authority: Cow::Borrowed(contract.authority),
                 lease,
                 grantor,

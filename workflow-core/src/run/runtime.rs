@@ -93,9 +93,9 @@ pub struct Runtime<'x, W: Workflow> {
     pub(crate) next_turn: TurnStart,
     /// The scope of the handoff the current turn works under.
     pub(super) turn_scope: Option<(&'static str, Expiry)>,
-    /// The expiry of the scope the sender of the transfer being received
-    /// worked under (`None`: no scope), which the lease it grants must not
-    /// outlive.
+    /// The scope (authority, expiry) the sender of the transfer being
+    /// received worked under (`None`: no scope): the lease it grants must
+    /// not outlive it, and is void once it is revoked.
     pub(super) grantor: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).

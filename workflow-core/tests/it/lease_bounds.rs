@@ -299,8 +299,8 @@ pub mod watch {
 #[tokio::test]
 async fn an_authority_declared_open_ended_takes_a_lease_that_never_expires() {
     use workflow_core::Authority;
-    assert!(<watch::authority::Watch as Authority>::OPEN_ENDED);
-    assert!(!<watch::authority::Begin as Authority>::OPEN_ENDED);
+    const { assert!(<watch::authority::Watch as Authority>::OPEN_ENDED) };
+    const { assert!(!<watch::authority::Begin as Authority>::OPEN_ENDED) };
     let done = watch::Workflow::new((), ())
         .run(true)
         .await
