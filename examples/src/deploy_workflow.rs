@@ -288,7 +288,7 @@ pub mod deploy {
                 "lookup_vpc",
                 format!("find the {:?} VPC for {}", goal.env, goal.service),
             ),
-            scope: cx.delegate(authority::LookupVpc).until_hop(cx.hop() + 1),
+            scope: cx.lease(authority::LookupVpc).as_long_as_mine(),
             evidence: vec![Evidence::complete(
                 "user",
                 format!("deploy {} to {:?}", goal.service, goal.env),
@@ -328,7 +328,7 @@ pub mod deploy {
                 "apply_routes",
                 format!("add the {} routes to {}", "2", vpc.id),
             ),
-            scope: cx.delegate(authority::Apply).until_hop(cx.hop() + 1),
+            scope: cx.lease(authority::Apply).as_long_as_mine(),
             evidence: vec![evidence],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 2),

@@ -130,6 +130,7 @@ pub mod counter {
                 max_tokens: Self::MAX_TOKENS,
                 unbounded_stop: Self::UNBOUNDED_STOP,
                 uncited_evidence: Self::UNCITED_EVIDENCE,
+                open_ended: false,
             }
         }
     }
@@ -178,6 +179,7 @@ pub mod counter {
                 max_tokens: Self::MAX_TOKENS,
                 unbounded_stop: Self::UNBOUNDED_STOP,
                 uncited_evidence: Self::UNCITED_EVIDENCE,
+                open_ended: false,
             }
         }
     }
@@ -187,10 +189,10 @@ pub mod counter {
     // leaves these functions in place and calls them from `Agent::run`.
     // ----------------------------------------------------------------------
 
-    fn work(remaining: u32, done: u32) -> Work {
+    fn work(scope: Scope<authority::Count>, remaining: u32, done: u32) -> Work {
         Work {
             op: Operation::new("round", ""),
-            scope: Scope::new(authority::Count),
+            scope,
             evidence: Vec::new(),
             open: Vec::new(),
             stop: StopWhen::at_hop(MAX_HOPS),
@@ -200,15 +202,16 @@ pub mod counter {
     }
 
     /// Starts the loop.
-    async fn planner(rounds: u32, _cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
-        Ok(planner::Next::Worker(work(rounds, 0)))
+    async fn planner(rounds: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+        let scope = cx.lease(authority::Count).as_long_as_mine();
+        Ok(planner::Next::Worker(work(scope, rounds, 0)))
     }
 
     /// Does one round.
-    async fn worker(task: Work, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+    async fn worker(task: Work, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
         Ok(worker::Next::Reviewer(Review {
             op: Operation::new("check", ""),
-            scope: Scope::new(authority::Judge),
+            scope: cx.lease(authority::Judge).as_long_as_mine(),
             evidence: task.evidence,
             open: task.open,
             stop: task.stop,
@@ -218,11 +221,12 @@ pub mod counter {
     }
 
     /// Sends the work back, or ends.
-    async fn reviewer(r: Review, _cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> {
+    async fn reviewer(r: Review, cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> {
         Ok(if r.remaining == 0 {
             reviewer::Next::End(Tally { done: r.done })
         } else {
-            reviewer::Next::Worker(work(r.remaining, r.done))
+            let scope = cx.lease(authority::Count).as_long_as_mine();
+            reviewer::Next::Worker(work(scope, r.remaining, r.done))
         })
     }
 

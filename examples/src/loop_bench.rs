@@ -72,10 +72,10 @@ pub mod counter {
         pub done: u32,
     }
 
-    fn work(remaining: u32, done: u32) -> Work {
+    fn work(scope: Scope<authority::Count>, remaining: u32, done: u32) -> Work {
         Work {
             op: Operation::new("round", ""),
-            scope: Scope::new(authority::Count),
+            scope,
             evidence: Vec::new(),
             open: Vec::new(),
             stop: StopWhen::at_hop(MAX_HOPS),
@@ -87,17 +87,18 @@ pub mod counter {
     /// Starts the loop.
     #[agent(owns = [Plan], to = [worker])]
     #[pre(*rounds <= MAX_ROUNDS, "at most MAX_ROUNDS rounds")]
-    async fn planner(rounds: u32, _cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
-        Ok(planner::Next::Worker(work(rounds, 0)))
+    async fn planner(rounds: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
+        let scope = cx.lease(authority::Count).as_long_as_mine();
+        Ok(planner::Next::Worker(work(scope, rounds, 0)))
     }
 
     /// Does one round.
     #[agent(owns = [Count], to = [reviewer])]
     #[pre(task.remaining > 0, "there is a round left to do")]
-    async fn worker(task: Work, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+    async fn worker(task: Work, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
         Ok(worker::Next::Reviewer(Review {
             op: Operation::new("check", ""),
-            scope: Scope::new(authority::Judge),
+            scope: cx.lease(authority::Judge).as_long_as_mine(),
             evidence: task.evidence,
             open: task.open,
             stop: task.stop,
@@ -109,11 +110,12 @@ pub mod counter {
     /// Sends the work back, or ends.
     #[agent(owns = [Judge], to = [worker(max = 1000), END])]
     #[post(!matches!(out, reviewer::Next::End(t) if t.done == 0), "a run ends with work done")]
-    async fn reviewer(r: Review, _cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> {
+    async fn reviewer(r: Review, cx: reviewer::Context<'_>) -> Result<reviewer::Next, Reject> {
         Ok(if r.remaining == 0 {
             reviewer::Next::End(Tally { done: r.done })
         } else {
-            reviewer::Next::Worker(work(r.remaining, r.done))
+            let scope = cx.lease(authority::Count).as_long_as_mine();
+            reviewer::Next::Worker(work(scope, r.remaining, r.done))
         })
     }
 }

@@ -138,7 +138,7 @@ pub fn incident() -> Incident {
 pub fn diagnosis_reply() -> serde_json::Value {
     serde_json::json!({
         "op": {"name": "respond", "detail": "restore checkout"},
-        "scope": {"authority": "Respond", "expires": "never"},
+        "scope": {"authority": "Respond", "expires": {"at_hop": 1}},
         "evidence": [{
             "source": "report",
             "claim": "502 for every customer since the 14:05 deploy of payments-api",

@@ -158,7 +158,7 @@ pub mod relay {
             .await?;
         Ok(draft::Next::Check(ToCheck {
             op: Operation::new("check", ""),
-            scope: cx.delegate(authority::Check),
+            scope: cx.lease(authority::Check).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -174,7 +174,7 @@ pub mod relay {
             .await?;
         Ok(check::Next::Publish(ToPublish {
             op: Operation::new("publish", ""),
-            scope: cx.delegate(authority::Publish),
+            scope: cx.lease(authority::Publish).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

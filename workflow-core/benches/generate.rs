@@ -65,7 +65,7 @@ pub mod desk {
         let task = if mode == "built" {
             FixTask {
                 op: Operation::new("fix", "restart it"),
-                scope: cx.delegate(authority::Fix),
+                scope: cx.lease(authority::Fix).as_long_as_mine(),
                 evidence: vec![],
                 open: vec![],
                 stop: StopWhen::at_hop(cx.hop() + 8),

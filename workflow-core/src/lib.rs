@@ -84,12 +84,12 @@ pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,
     Contract, ContractBuilder, ContractParts, ContractView, Decision, EdgeInfo, Effect, EmptyOk,
     Endpoint, Escalation, Evidence, EvidenceList, Expiry, FailFast, Fallback, Gate, Granted, Graph,
-    Handoff, Invariants, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenQuestions, Operation,
-    OperationPart, Owns, Payload, PayloadError, Receipt, RecordError, RecordedPayload, Reject,
-    RejectReason, Route, RunError, SchemaName, SchemaSet, Scope, StopCondition, StopConditions,
-    StopWhen, Then, TokenCounter, Tool, ToolCallPermit, ToolError, ToolErrorKind, ToolInfo,
-    TransferRecord, TransferView, Transition, TurnRecord, Uncertainty, Unset, Unusable, Usage,
-    Workflow,
+    Handoff, Invariants, Lease, LeaseId, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenEnded,
+    OpenQuestions, Operation, OperationPart, Owns, Payload, PayloadError, Receipt, RecordError,
+    RecordedPayload, Reject, RejectReason, Revocations, Route, RunError, SchemaName, SchemaSet,
+    Scope, StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit,
+    ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition, TurnRecord,
+    Uncertainty, Unset, Unusable, Usage, Workflow,
 };
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
 // What backs an evidence item (its own line: the list above is long).
@@ -136,7 +136,7 @@ pub mod prelude {
     pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
     pub use crate::spec::{
-        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Operation,
+        Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Lease, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
         ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };
@@ -154,9 +154,9 @@ pub mod __private {
     pub use crate::{
         Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractParts,
         ContractView, EdgeInfo, Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph,
-        Handoff, Invariants, Node, OnReject, OpenQuestions, Owns, RecordedPayload, Reject, Route,
-        RunError, Runtime, SchemaSet, StopConditions, Then, Tool, ToolCallPermit, ToolError,
-        ToolInfo, TransferView, Transition, Workflow,
+        Handoff, Invariants, Node, OnReject, OpenEnded, OpenQuestions, Owns, RecordedPayload,
+        Reject, Route, RunError, Runtime, SchemaSet, StopConditions, Then, Tool, ToolCallPermit,
+        ToolError, ToolInfo, TransferView, Transition, Workflow,
     };
 
     /// The index of the first edge from `from` to `to` in `graph`.

@@ -87,13 +87,15 @@ fn duplicate(key: &Ident) -> syn::Error {
     )
 }
 
-/// `#[workflow(entry = a, output = T, deps = D, max_hops = N)]`
+/// `#[workflow(entry = a, output = T, deps = D, max_hops = N, open_ended = [A])]`
 #[derive(Default)]
 pub struct WorkflowArgs {
     pub entry: Option<Ident>,
     pub output: Option<Type>,
     pub deps: Option<Type>,
     pub max_hops: Option<Number<u64>>,
+    /// The authorities whose leases may be open-ended (`open_ended = [..]`).
+    pub open_ended: Option<Vec<Ident>>,
     /// Some argument could not be parsed (and was reported): what looks
     /// missing may be that one.
     pub incomplete: bool,
@@ -105,13 +107,19 @@ impl WorkflowArgs {
         let mut args = WorkflowArgs::default();
         let given = split_args(tokens.clone()).len();
         let parsed = parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["entry", "output", "deps", "max_hops"])?;
+            let key = parse_key(
+                input,
+                &["entry", "output", "deps", "max_hops", "open_ended"],
+            )?;
             match key.to_string().as_str() {
                 "entry" if args.entry.is_none() => args.entry = Some(input.parse()?),
                 "output" if args.output.is_none() => args.output = Some(input.parse()?),
                 "deps" if args.deps.is_none() => args.deps = Some(input.parse()?),
                 "max_hops" if args.max_hops.is_none() => {
                     args.max_hops = Some(Number::new(input.parse()?))
+                }
+                "open_ended" if args.open_ended.is_none() => {
+                    args.open_ended = Some(bracketed_list(input)?)
                 }
                 _ => return Err(duplicate(&key)),
             }

@@ -103,7 +103,7 @@ fn three_rounds_give_the_same_records() {
     assert_eq!(h[7].payload, r#"{"done":3}"#);
     assert_eq!(
         h[1].payload,
-        r#"{"op":{"name":"round","detail":""},"scope":{"authority":"Count","expires":"never"},"evidence":[],"open":[],"stop":[{"kind":"hop_reached","hop":2003}],"remaining":3,"done":0}"#
+        r#"{"op":{"name":"round","detail":""},"scope":{"authority":"Count","expires":{"at_hop":2003}},"evidence":[],"open":[],"stop":[{"kind":"hop_reached","hop":2003}],"remaining":3,"done":0}"#
     );
     // The rendered transcripts differ only in the run id (not printed) and
     // nothing else: the display has no timing.

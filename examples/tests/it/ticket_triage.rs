@@ -57,7 +57,10 @@ async fn a_charge_goes_to_billing_and_is_refunded_once() {
     // The short contract is on the record, with the runtime's defaults.
     let ticket: Value = serde_json::from_str(&done.transcript.payload(1).unwrap()).unwrap();
     assert_eq!(ticket["contract"]["scope"]["authority"], "Route");
-    assert_eq!(ticket["contract"]["scope"]["expires"]["at_hop"], 1);
+    assert_eq!(
+        ticket["contract"]["scope"]["expires"]["at_hop"],
+        u64::from(triage::MAX_HOPS)
+    );
     assert_eq!(
         ticket["contract"]["stop"][0]["hop"],
         u64::from(triage::MAX_HOPS)

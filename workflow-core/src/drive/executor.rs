@@ -34,6 +34,7 @@ pub struct Executor<W: Workflow> {
     holder: String,
     lease_ttl: std::time::Duration,
     mode: crate::spec::Mode,
+    revocations: std::sync::Arc<crate::spec::Revocations>,
 }
 
 /// How long a run's lease lasts after each write made under it, unless
@@ -58,6 +59,7 @@ impl<W: Workflow> Executor<W> {
             holder: crate::ledger::default_holder(),
             lease_ttl: DEFAULT_LEASE_TTL,
             mode: crate::spec::Mode::Enforce,
+            revocations: std::sync::Arc::default(),
         }
     }
 
@@ -149,7 +151,36 @@ impl<W: Workflow> Executor<W> {
             holder: &self.holder,
             lease_ttl_ms: u64::try_from(self.lease_ttl.as_millis()).unwrap_or(u64::MAX),
             mode: self.mode,
+            revocations: Some(&self.revocations),
         }
+    }
+
+    /// Revokes `lease` (the lease granted by transfer record `seq` of run
+    /// `run_id`): the next receipt of that run rejects it
+    /// ([`RejectReason::LeaseRevoked`]), whether it is the lease being
+    /// delivered or the one its sender worked under, and the next tool
+    /// call made under it is refused (`ToolErrorKind::OutOfScope`). The
+    /// rejection and the refusal are recorded, as every receipt and tool
+    /// call is. Takes effect in runs under way.
+    pub fn revoke(&self, lease: crate::spec::LeaseId) {
+        self.revocations.revoke(lease);
+    }
+
+    /// Shares `revocations` with this executor: a lease revoked in it (by
+    /// another executor, or an operator's handle) is revoked for this
+    /// executor's runs too.
+    pub fn with_revocations(
+        mut self,
+        revocations: std::sync::Arc<crate::spec::Revocations>,
+    ) -> Self {
+        self.revocations = revocations;
+        self
+    }
+
+    /// The executor's registry of revoked leases, to revoke from elsewhere
+    /// (a handle kept by an operator, a tool's dependencies).
+    pub fn revocations(&self) -> std::sync::Arc<crate::spec::Revocations> {
+        self.revocations.clone()
     }
 
     /// Commits every transfer to `ledger` once its receipt is decided,

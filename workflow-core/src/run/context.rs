@@ -4,7 +4,7 @@
 use crate::spec::RejectReason;
 use crate::spec::ToolError;
 use crate::spec::agent_name;
-use crate::spec::{Authority, Expiry, Payload, Scope};
+use crate::spec::{Authority, Expiry, Lease, Payload};
 use crate::spec::{BudgetExhausted, Usage};
 use crate::spec::{Then, ToolCallRecord};
 use std::marker::PhantomData;
@@ -21,6 +21,9 @@ pub struct Context<'x, W: Workflow, A> {
     /// The scope of the handoff the agent works under (`None` for the
     /// workflow input, which delegates nothing).
     pub(crate) scope: Option<(&'static str, Expiry)>,
+    /// The transfer record that granted the turn's scope (its lease's id
+    /// with the run's).
+    pub(crate) lease_seq: u32,
     pub(crate) shared: Arc<RunShared>,
     /// The sequence number the record of this turn's outcome takes (its
     /// handoff, or the record of its failure): with the call's index, what
@@ -58,6 +61,8 @@ pub(crate) struct RunShared {
     /// is made and recorded as a verdict instead of refused.
     pub(crate) mode: crate::spec::Mode,
     pub(crate) budget: Option<crate::spec::Budget>,
+    /// The leases revoked (`Executor::revoke`).
+    pub(crate) revocations: Option<Arc<crate::spec::Revocations>>,
     /// The model `cx.generate` asks (`Executor::with_model`).
     pub(crate) model: Option<Arc<dyn crate::llm::Model>>,
     /// Set once anything is logged, so that a turn without tool calls or
@@ -188,14 +193,26 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         self.shared.run_id
     }
 
-    /// A scope delegating `authority` to a receiver (which must own it).
-    pub fn delegate<Au: Authority>(&self, authority: Au) -> Scope<Au> {
-        Scope::new(authority)
+    /// A lease on `authority` for the receiver of a handoff (which must
+    /// own it), to be bounded before it is the scope the handoff's
+    /// `#[authority]` part carries: `cx.lease(a).until_hop(n)`,
+    /// `.until_unix_ms(ms)`, `.for_next_turn()`, or `.open_ended()` for an
+    /// authority declared open-ended. At the receipt the lease must not
+    /// outlive this turn's own scope nor the run (its hop cap, its
+    /// deadline).
+    pub fn lease<Au: Authority>(&self, authority: Au) -> Lease<Au> {
+        Lease::granted(
+            authority,
+            self.hop,
+            self.scope.map(|(_, expires)| expires),
+            self.shared.max_hops,
+        )
     }
 
     /// A contract for a handoff asking for `op` under `authority`, with the
-    /// defaults the runtime knows: the scope ends with the receiver's turn
-    /// (the next hop), the stop is at the workflow's bound (`MAX_HOPS`).
+    /// defaults the runtime knows: the scope ends when this turn's own does
+    /// ([`Lease::as_long_as_mine`]), the stop is at the workflow's bound
+    /// (`MAX_HOPS`).
     /// Say the evidence and the open questions, then `build()`:
     /// `cx.contract(authority::Apply, op).evidence([e]).open([]).build()`.
     /// `.scope(..)` and `.stop(..)` replace the defaults.
@@ -204,8 +221,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         authority: Au,
         op: crate::spec::Operation,
     ) -> crate::spec::ContractBuilder<Au> {
-        let _ = authority;
-        crate::spec::contract_at::<Au>(op, self.hop, W::GRAPH.max_hops)
+        let scope = self.lease(authority).as_long_as_mine();
+        crate::spec::contract_at::<Au>(op, scope, W::GRAPH.max_hops)
     }
 
     /// When this turn runs again because the receiver of its handoff
@@ -383,6 +400,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             agent: self.agent_name(),
             owns: self.owned_authorities(),
             scope: self.scope,
+            lease_seq: self.lease_seq,
             hop: self.hop,
             run_id: self.shared.run_id,
             turn_seq: self.turn_seq,
@@ -408,6 +426,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             deps: self.deps,
             hop: self.hop,
             scope: self.scope,
+            lease_seq: self.lease_seq,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),

@@ -7,6 +7,7 @@ mod cite;
 mod context;
 mod earlier;
 mod generate;
+mod lease_receipt;
 pub(crate) mod receipt;
 mod runtime;
 mod tool_call;

@@ -6,8 +6,10 @@
 //! to reject, or `None`; the first reason found decides the receipt.
 //!
 //! The order: hop cap, run deadline, budgets, scope owned by the receiver,
-//! scope not expired, a stop part with a machine-checkable condition, stop
-//! conditions, the evidence's citations, a returned handoff sent again
+//! scope not expired, the lease not revoked, bounded and not outliving its
+//! sender's own scope nor the run (`run/lease_receipt.rs`), a stop part
+//! with a machine-checkable condition, stop conditions, the evidence's
+//! citations, a returned handoff sent again
 //! unchanged, then the checks on the payload as JSON (size in bytes and in
 //! tokens, forbidden fields, the invariants' predicates, the executor's
 //! gate), then the receiver's pinned fields and `#[pre]` conditions
@@ -43,6 +45,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .or_else(|| self.check_budgets())
             .or_else(|| contract.and_then(check_scope_owned::<W, A>))
             .or_else(|| contract.and_then(|c| self.check_scope_expired(c)))
+            .or_else(|| contract.and_then(|c| self.check_lease_revoked(c)))
+            .or_else(|| contract.and_then(|c| self.check_lease_bounded(c)))
+            .or_else(|| contract.and_then(|c| self.check_lease_within_grantor(c)))
             .or_else(|| contract.and_then(check_stop_checkable))
             .or_else(|| contract.and_then(|c| self.check_stop_conditions(c)))
             .or_else(|| contract.and_then(|c| self.check_evidence_cited(c)))
@@ -65,6 +70,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.check_budgets(),
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| self.check_scope_expired(c)),
+            contract.and_then(|c| self.check_lease_revoked(c)),
+            contract.and_then(|c| self.check_lease_bounded(c)),
+            contract.and_then(|c| self.check_lease_within_grantor(c)),
             contract.and_then(check_stop_checkable),
             contract.and_then(|c| self.check_stop_conditions(c)),
             contract.and_then(|c| self.check_evidence_cited(c)),

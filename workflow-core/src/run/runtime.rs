@@ -42,6 +42,8 @@ pub(crate) struct Limits<'x> {
     pub(crate) lease_ttl_ms: u64,
     /// Whether failed checks stop transfers or are only recorded.
     pub(crate) mode: crate::spec::Mode,
+    /// The leases revoked (`Executor::revoke`).
+    pub(crate) revocations: Option<&'x Arc<crate::spec::Revocations>>,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -93,6 +95,10 @@ pub struct Runtime<'x, W: Workflow> {
     pub(crate) next_turn: TurnStart,
     /// The scope of the handoff the current turn works under.
     pub(super) turn_scope: Option<(&'static str, Expiry)>,
+    /// The scope (authority, expiry) the sender of the transfer being
+    /// received worked under (`None`: no scope): the lease it grants must
+    /// not outlive it, and is void once it is revoked.
+    pub(super) grantor: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).
     pub(super) prev_hash: Arc<str>,
@@ -180,6 +186,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 mode: limits.mode,
                 budget: limits.budget,
                 model: limits.model.cloned(),
+                revocations: limits.revocations.cloned(),
                 edge_uses: W::GRAPH
                     .edges
                     .iter()
@@ -196,6 +203,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
+            grantor: None,
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
@@ -392,6 +400,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             deps: self.deps,
             hop: self.hops,
             scope,
+            // The transfer the turn works on: the last one (a returned
+            // turn's is set by `start_returned`).
+            lease_seq: (self.transcript.len() as u32).saturating_sub(1),
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
             journal: self.ledger.map(|ledger| crate::run::context::Journal {
@@ -843,6 +854,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
+        self.grantor = self.turn_scope;
         self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
@@ -875,7 +887,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.begin_turn(contract);
         self.shared.lock().returned = Some(returned);
         self.shared.mark();
-        let cx = self.context::<A>(self.turn_scope);
+        let mut cx = self.context::<A>(self.turn_scope);
+        cx.lease_seq = self.turn_input as u32;
         self.hops += 1;
         Ok(cx)
     }

@@ -18,6 +18,7 @@ fn check_scope(
     tool: &'static str,
     needs: Option<&'static str>,
     at: &CallSite<'_>,
+    revocations: Option<&crate::spec::Revocations>,
 ) -> Result<(), ToolError> {
     let Some(needs) = needs else {
         return Ok(());
@@ -52,6 +53,20 @@ fn check_scope(
             format!("the scope over authority `{needs}` has expired"),
         ));
     }
+    let lease = crate::spec::LeaseId {
+        run_id: at.run_id,
+        seq: at.lease_seq,
+    };
+    if revocations.is_some_and(|r| r.is_revoked(lease)) {
+        return Err(ToolError::of(
+            tool,
+            ToolErrorKind::OutOfScope,
+            format!(
+                "the lease on authority `{needs}` granted at record {} was revoked",
+                lease.seq
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -64,6 +79,8 @@ pub(crate) struct CallSite<'x> {
     /// may use).
     pub(crate) owns: &'static [&'static str],
     pub(crate) scope: Option<(&'static str, Expiry)>,
+    /// The transfer record that granted the scope.
+    pub(crate) lease_seq: u32,
     pub(crate) hop: u32,
     pub(crate) run_id: u64,
     pub(crate) turn_seq: u32,
@@ -96,7 +113,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         let arguments = arguments
             .as_ref()
             .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
-        match check_scope(T::NAME, T::NEEDS, &at) {
+        match check_scope(T::NAME, T::NEEDS, &at, shared.revocations.as_deref()) {
             Err(refused) if at.mode == crate::spec::Mode::Audit => {
                 crate::observe::telemetry::audit_tool_call::<W, T>();
                 audit = Some(refused.message.clone());

@@ -31,6 +31,92 @@ use serde::{Deserialize, Serialize};
 pub trait Authority: Copy + Default + Send + Sync + 'static {
     /// The authority's name as declared and as written on the wire.
     const NAME: &'static str;
+    /// Whether a lease on this authority may be open-ended
+    /// ([`Expiry::Never`]): declared with `#[workflow(open_ended = [Name])]`,
+    /// which also implements [`OpenEnded`]. By default a lease must
+    /// expire, and an open-ended one is rejected at the receipt
+    /// ([`RejectReason::LeaseUnbounded`](crate::RejectReason)).
+    const OPEN_ENDED: bool = false;
+}
+
+/// An authority whose leases may be open-ended: what
+/// [`Lease::open_ended`] asks of it. Implemented for the authorities a
+/// workflow declares `open_ended = [..]`; implement it by hand only beside
+/// `const OPEN_ENDED: bool = true`.
+#[diagnostic::on_unimplemented(
+    message = "a lease on authority `{Self}` cannot be open-ended",
+    label = "this lease never expires",
+    note = "bound the lease: `.until_hop(n)`, `.until_unix_ms(ms)` or `.for_next_turn()`",
+    note = "or, if the authority is meant to be lent for the whole run, declare it: `#[workflow(open_ended = [Name])]`"
+)]
+pub trait OpenEnded: Authority {}
+
+/// A lease on authority `A` that is not bounded yet: what
+/// `cx.lease(authority)` gives. It is not a [`Scope`], so it cannot be put
+/// in a handoff until it is given an expiry ([`until_hop`](Self::until_hop),
+/// [`until_unix_ms`](Self::until_unix_ms), [`for_next_turn`](Self::for_next_turn)),
+/// or declared [`open_ended`](Self::open_ended) for an authority that
+/// allows it. The receiver checks the expiry again at the receipt: a lease
+/// never outlives the sender's own, nor the run.
+#[must_use = "a lease is not a scope until it is bounded: `.until_hop(n)`, `.until_unix_ms(ms)` or `.for_next_turn()`"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease<A: Authority> {
+    /// The hop of the turn that grants it.
+    hop: u32,
+    /// What the granting turn works under: its own scope's expiry, or the
+    /// run's hop cap as an expiry when it has none (or an open-ended one).
+    mine: Expiry,
+    authority: PhantomData<A>,
+}
+
+impl<A: Authority> Lease<A> {
+    /// A lease on `A` granted by the turn at `hop`, which works under a
+    /// scope expiring at `mine` (`None`: no scope) in a run capped at
+    /// `max_hops`.
+    pub fn granted(_authority: A, hop: u32, mine: Option<Expiry>, max_hops: u32) -> Self {
+        let mine = match mine {
+            Some(Expiry::Never) | None => Expiry::AtHop(max_hops),
+            Some(bounded) => bounded,
+        };
+        Lease {
+            hop,
+            mine,
+            authority: PhantomData,
+        }
+    }
+
+    /// The scope, expiring when the granting turn's own does (or at the
+    /// run's hop cap when it works under no scope): the longest lease the
+    /// receipt accepts, and what a chain of handoffs passes down.
+    pub fn as_long_as_mine(self) -> Scope<A> {
+        Scope::bounded(self.mine)
+    }
+
+    /// The scope, valid up to and including `hop` of the run.
+    pub fn until_hop(self, hop: u32) -> Scope<A> {
+        Scope::bounded(Expiry::AtHop(hop))
+    }
+
+    /// The scope, valid until `ms` milliseconds since the Unix epoch.
+    pub fn until_unix_ms(self, ms: u64) -> Scope<A> {
+        Scope::bounded(Expiry::AtUnixMs(ms))
+    }
+
+    /// The scope, valid for the receiver's turn only (until the hop after
+    /// the granting turn's). Accepted only when the granting turn's own
+    /// scope lasts that long.
+    pub fn for_next_turn(self) -> Scope<A> {
+        self.until_hop(self.hop.saturating_add(1))
+    }
+
+    /// The scope, valid for the rest of the run: only for an authority
+    /// declared open-ended (a compile error otherwise).
+    pub fn open_ended(self) -> Scope<A>
+    where
+        A: OpenEnded,
+    {
+        Scope::bounded(Expiry::Never)
+    }
 }
 
 /// Marks that agent `Self` owns authority `A`; generated from `owns = [...]`.
@@ -89,6 +175,20 @@ pub enum Expiry {
 }
 
 impl Expiry {
+    /// Whether a lease expiring at `self` ends no later than `bound`: any
+    /// lease is within [`Expiry::Never`]; hops compare with hops and times
+    /// with times; an open-ended lease under a bound, or a lease counted in
+    /// the other unit than its bound, is not within it (it cannot be shown
+    /// to end in time).
+    pub fn within(self, bound: Expiry) -> bool {
+        match (self, bound) {
+            (_, Expiry::Never) => true,
+            (Expiry::AtHop(lease), Expiry::AtHop(bound)) => lease <= bound,
+            (Expiry::AtUnixMs(lease), Expiry::AtUnixMs(bound)) => lease <= bound,
+            _ => false,
+        }
+    }
+
     /// Whether a delegation with this expiry has expired at `moment` (past
     /// its hop, or at or past its wall-clock time).
     pub fn expired_at(self, moment: &Moment) -> bool {
@@ -112,7 +212,19 @@ pub struct Scope<A: Authority> {
 }
 
 impl<A: Authority> Scope<A> {
-    /// A scope over `A` that never expires within the run.
+    fn bounded(expires: Expiry) -> Self {
+        Scope {
+            expires,
+            authority: PhantomData,
+        }
+    }
+
+    /// A scope over `A` that never expires within the run: for a run's
+    /// input (its caller lends for the run, which its hop cap bounds) and
+    /// for an authority declared open-ended. Between agents an open-ended
+    /// lease on any other authority is rejected at the receipt
+    /// ([`RejectReason::LeaseUnbounded`](crate::RejectReason)): agents use
+    /// `cx.lease(authority)`, which does not compile unbounded.
     pub fn new(_authority: A) -> Self {
         Scope {
             expires: Expiry::Never,
@@ -492,6 +604,9 @@ pub struct ContractView<'a> {
     /// tool (`#[handoff(uncited_evidence)]`: evidence from the user's
     /// request, say). Citations that are given are checked either way.
     pub uncited_evidence: bool,
+    /// Whether the authority allows open-ended leases
+    /// ([`Authority::OPEN_ENDED`]).
+    pub open_ended: bool,
 }
 
 /// The type of an `#[uncertainty]` part: lists the open questions.

@@ -20,8 +20,9 @@
 //! It is built with [`ContractBuilder`], whose `build()` does not compile
 //! until the evidence and the open questions are said (an empty list is a
 //! statement: "none"); the scope and the stop conditions have the defaults
-//! the runtime knows: `cx.contract(authority, op)` delegates the authority
-//! until the receiver's turn ends and stops at the workflow's `MAX_HOPS`.
+//! the runtime knows: `cx.contract(authority, op)` leases the authority
+//! for as long as the sender's own scope lasts and stops at the workflow's
+//! `MAX_HOPS`.
 
 use std::borrow::Cow;
 
@@ -246,13 +247,12 @@ impl OpenSaid for Vec<Uncertainty> {
 }
 
 /// A builder for the contract with the defaults the runtime knows: the
-/// scope delegates `A` until the receiver's turn ends (the hop after
-/// `hop`), the stop is at `max_hops` (the workflow's bound).
+/// scope is the lease `scope` (as long as the sender's own), the stop is at
+/// `max_hops` (the workflow's bound).
 pub(crate) fn contract_at<A: Authority>(
     op: Operation,
-    hop: u32,
+    scope: Scope<A>,
     max_hops: u32,
 ) -> ContractBuilder<A> {
-    let scope = Scope::new(A::default()).until_hop(hop.saturating_add(1));
     Contract::builder(op, scope, StopWhen::at_hop(max_hops))
 }

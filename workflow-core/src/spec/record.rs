@@ -86,6 +86,37 @@ pub enum RejectReason {
         /// The tool's error.
         error: String,
     },
+    /// The lease in the handoff never expires (`"expires": "never"`), and
+    /// its authority is not declared open-ended
+    /// (`#[workflow(open_ended = [..])]`).
+    LeaseUnbounded {
+        /// The authority.
+        authority: Cow<'static, str>,
+    },
+    /// The lease in the handoff would outlive what its sender works under:
+    /// the sender's own scope (`bound: "sender_scope"`), the run's hop cap
+    /// (`"hop_cap"`, as a hop) or the run's deadline (`"deadline"`, in ms
+    /// since the Unix epoch). A lease counted in hops cannot be compared
+    /// with a bound in wall-clock time, nor the other way round: it is
+    /// rejected too.
+    LeaseOutlivesGrantor {
+        /// The authority leased.
+        authority: Cow<'static, str>,
+        /// The lease's expiry.
+        lease: crate::spec::Expiry,
+        /// The bound it would outlive.
+        grantor: crate::spec::Expiry,
+        /// Whose bound: `sender_scope`, `hop_cap` or `deadline`.
+        bound: Cow<'static, str>,
+    },
+    /// The lease was revoked (`Executor::revoke`): the lease the handoff
+    /// carries, or the one its sender worked under.
+    LeaseRevoked {
+        /// The authority leased.
+        authority: Cow<'static, str>,
+        /// The transfer record that granted the lease.
+        seq: u32,
+    },
     /// The contract delegates an authority the receiver does not own (only a
     /// hand-written workflow can get here: generated ones do not compile).
     // True of every edge of a generated workflow, the caller's into the
@@ -213,6 +244,23 @@ impl fmt::Display for RejectReason {
             RejectReason::CompleteOnPartial { citation, error } => write!(
                 f,
                 "evidence marked complete cites {citation}, whose result was partial: {error} (mark it partial, or cite a complete result)"
+            ),
+            RejectReason::LeaseUnbounded { authority } => write!(
+                f,
+                "the lease on authority `{authority}` never expires; bound it (`.until_hop(n)`, `.until_unix_ms(ms)`) or declare the authority open-ended"
+            ),
+            RejectReason::LeaseOutlivesGrantor {
+                authority,
+                lease,
+                grantor,
+                bound,
+            } => write!(
+                f,
+                "the lease on authority `{authority}` ({lease:?}) outlives the sender's bound ({bound}: {grantor:?})"
+            ),
+            RejectReason::LeaseRevoked { authority, seq } => write!(
+                f,
+                "the lease on authority `{authority}` granted at record {seq} was revoked"
             ),
             RejectReason::ScopeNotOwned { authority } => {
                 write!(f, "the receiver does not own authority `{authority}`")

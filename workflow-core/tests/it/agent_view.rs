@@ -51,7 +51,7 @@ pub mod looping {
     fn round(round: u32) -> Round {
         Round {
             op: Operation::new("count", ""),
-            scope: Scope::new(authority::Count),
+            scope: Scope::new(authority::Count).until_hop(MAX_HOPS),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(MAX_HOPS),

@@ -190,9 +190,17 @@ async fn an_expired_scope_and_a_failed_pre_condition_are_both_recorded_on_one_re
     let done = wf.with_mode(Mode::Audit).run(job).await.expect("audited");
     assert_eq!(counters.runs(), [1, 1, 1]);
     let found = verdicts(&done.transcript);
-    assert_eq!(found.len(), 2, "{found:?}");
+    // The worker's lease to the checker lasts as long as its own, which
+    // had expired: the checker's receipt finds it expired too.
+    assert_eq!(found.len(), 3, "{found:?}");
     assert!(matches!(found[0], RejectReason::ScopeExpired { .. }));
     assert!(matches!(found[1], RejectReason::PreCondition { .. }));
+    assert_eq!(
+        found[2],
+        RejectReason::ScopeExpired {
+            authority: "Judge".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -268,7 +276,7 @@ pub mod crew {
     async fn lead(until_hop: u32, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
         Ok(lead::Next::Worker(Job {
             op: Operation::new("dig", "one hole"),
-            scope: cx.delegate(authority::Dig).until_hop(until_hop),
+            scope: cx.lease(authority::Dig).until_hop(until_hop),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(3),
@@ -312,7 +320,7 @@ async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode
     );
     // A live scope: no verdict anywhere, on the receipts or the call.
     let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
-    let done = wf.run(5).await.expect("clean");
+    let done = wf.run(crew::MAX_HOPS).await.expect("clean");
     assert!(verdicts(&done.transcript).is_empty());
     assert!(
         done.transcript

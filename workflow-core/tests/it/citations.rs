@@ -178,7 +178,7 @@ pub mod cited {
         if case == Case::UncitedAllowed {
             return Ok(intake::Next::Reader(Note {
                 op: Operation::new("read", ""),
-                scope: cx.delegate(authority::Read),
+                scope: cx.lease(authority::Read).as_long_as_mine(),
                 evidence: vec![evidence],
                 open: vec![],
                 stop,
@@ -186,7 +186,7 @@ pub mod cited {
         }
         Ok(intake::Next::Worker(Task {
             op: Operation::new("work", ""),
-            scope: cx.delegate(authority::Work),
+            scope: cx.lease(authority::Work).as_long_as_mine(),
             evidence: vec![evidence],
             open: vec![],
             stop,

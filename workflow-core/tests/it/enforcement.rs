@@ -194,7 +194,7 @@ pub mod shop {
     async fn clerk(order: Order, cx: clerk::Context<'_>) -> Result<clerk::Next, Reject> {
         Ok(clerk::Next::Picker(PickTask {
             op: Operation::new("pick", order.item.clone()),
-            scope: cx.delegate(authority::Pick),
+            scope: cx.lease(authority::Pick).as_long_as_mine(),
             evidence: vec![],
             open: order
                 .open
@@ -262,7 +262,7 @@ pub mod shop {
         };
         Ok(picker::Next::Packer(PackTask {
             op: Operation::new("pack", "pack it"),
-            scope: cx.delegate(authority::Pack),
+            scope: cx.lease(authority::Pack).as_long_as_mine(),
             evidence,
             open,
             stop,

@@ -66,7 +66,7 @@ pub mod stamp {
     async fn intake(value: u32, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
         Ok(intake::Next::Writer(Job {
             op: Operation::new("write", ""),
-            scope: cx.delegate(authority::Write),
+            scope: cx.lease(authority::Write).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

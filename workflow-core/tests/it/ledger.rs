@@ -34,7 +34,7 @@ pub mod flow {
     fn work(left: u32) -> Work {
         Work {
             op: Operation::new("count", ""),
-            scope: Scope::new(authority::Count),
+            scope: Scope::new(authority::Count).until_hop(MAX_HOPS),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(MAX_HOPS),

@@ -22,6 +22,8 @@ pub mod entry;
 pub mod guards;
 pub mod journal_checked;
 pub mod layers;
+pub mod lease_bounds;
+pub mod lease_revocation;
 pub mod leases;
 pub mod ledger;
 pub mod mermaid;

@@ -101,7 +101,7 @@ pub mod desk {
 fn valid() -> serde_json::Value {
     json!({
         "op": {"name": "restart", "detail": "restart the api"},
-        "scope": {"authority": "Fix", "expires": "never"},
+        "scope": {"authority": "Fix", "expires": {"at_hop": 2}},
         "evidence": [],
         "open": [],
         "stop": [{"kind": "hop_reached", "hop": 10}],

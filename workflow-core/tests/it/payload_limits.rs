@@ -80,7 +80,7 @@ pub mod deep {
 pub fn shape(spec: &Ask) -> deep::Shape {
     deep::Shape {
         op: Operation::new("check", ""),
-        scope: Scope::new(deep::authority::Check),
+        scope: Scope::new(deep::authority::Check).until_hop(deep::MAX_HOPS),
         evidence: vec![],
         open: vec![],
         stop: StopWhen::at_hop(deep::MAX_HOPS),
@@ -136,7 +136,7 @@ pub mod guarded {
     async fn sender(spec: Ask, _cx: sender::Context<'_>) -> Result<sender::Next, Reject> {
         Ok(sender::Next::Receiver(Parcel {
             op: Operation::new("receive", ""),
-            scope: Scope::new(authority::Receive),
+            scope: Scope::new(authority::Receive).until_hop(MAX_HOPS),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(MAX_HOPS),

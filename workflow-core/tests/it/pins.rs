@@ -47,7 +47,7 @@ pub mod desk {
     async fn intake(owner: String, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
         Ok(intake::Next::Worker(Task {
             op: Operation::new("work", "the ticket"),
-            scope: cx.delegate(authority::Work),
+            scope: cx.lease(authority::Work).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -102,6 +102,7 @@ impl Agent<Broken> for Only {
             max_tokens: None,
             unbounded_stop: false,
             uncited_evidence: false,
+            open_ended: false,
         })
     }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {

@@ -62,7 +62,7 @@ impl Job {
         Job {
             rounds,
             amount: 10,
-            expires: Expiry::Never,
+            expires: Expiry::AtHop(flow::MAX_HOPS),
             stop: StopWhen::at_hop(flow::MAX_HOPS),
             fail: false,
             lazy: false,
@@ -191,7 +191,7 @@ pub mod flow {
         }
         Ok(worker::Next::Checker(Check {
             op: Operation::new("check", "check the round"),
-            scope: cx.delegate(authority::Judge),
+            scope: cx.lease(authority::Judge).as_long_as_mine(),
             // Every open question it received is answered by this round.
             evidence: std::iter::once(Evidence::complete("worker", "round done"))
                 .chain(task.open.iter().map(|u| {
@@ -215,7 +215,7 @@ pub mod flow {
         }
         Ok(checker::Next::Worker(Task {
             op: Operation::new("work", "once more"),
-            scope: cx.delegate(authority::Work),
+            scope: cx.lease(authority::Work).as_long_as_mine(),
             evidence: vec![],
             open: vec![Uncertainty::new("is it right now?", "another round")],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -287,7 +287,7 @@ pub mod pingpong {
     pub fn serve(hits: u32, goal: u32) -> Serve {
         Serve {
             op: Operation::new("hit", ""),
-            scope: Scope::new(authority::Hit),
+            scope: Scope::new(authority::Hit).until_hop(MAX_HOPS),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(MAX_HOPS),
@@ -300,7 +300,7 @@ pub mod pingpong {
     async fn ping(ball: Serve, cx: ping::Context<'_>) -> Result<ping::Next, Reject> {
         Ok(ping::Next::Pong(Return {
             op: Operation::new("return", ""),
-            scope: cx.delegate(authority::Block),
+            scope: cx.lease(authority::Block).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -351,7 +351,7 @@ pub mod capped {
     async fn first(value: u32, cx: first::Context<'_>) -> Result<first::Next, Reject> {
         Ok(first::Next::Second(Baton {
             op: Operation::new("carry", ""),
-            scope: cx.delegate(authority::Finish),
+            scope: cx.lease(authority::Finish).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -437,7 +437,7 @@ async fn a_run_records_every_transfer_accepted() {
     assert_eq!(task.scope.authority(), "Work");
     assert_eq!(
         json(&records[2].payload)["scope"],
-        serde_json::json!({"authority": "Judge", "expires": "never"})
+        serde_json::json!({"authority": "Judge", "expires": {"at_hop": flow::MAX_HOPS}})
     );
     // Every record is its own JSON document too.
     for r in &records {
@@ -610,7 +610,11 @@ async fn the_hop_cap_rejects_the_transfer_past_it() {
     let counters = Arc::new(Counters::default());
     let wf = flow::Workflow::new((), counters.clone()).with_max_hops(2);
     assert_eq!(wf.max_hops(), 2);
-    let aborted = wf.run(Job::rounds(2)).await.expect_err("cap of 2 turns");
+    let job = Job {
+        expires: Expiry::AtHop(2),
+        ..Job::rounds(2)
+    };
+    let aborted = wf.run(job).await.expect_err("cap of 2 turns");
     assert_eq!(
         aborted.error,
         RunError::Rejected {
@@ -678,15 +682,26 @@ async fn an_expired_scope_rejects_the_transfer() {
             .contains(r#""scope":{"authority":"Work","expires":{"at_hop":0}}"#)
     );
 
-    // Valid up to and including hop 1: accepted.
+    // Valid up to and including hop 1: accepted, and the worker's turn
+    // runs; its lease to the checker lasts as long as its own, so the
+    // checker's receipt at hop 2 finds it expired.
     let (wf, counters) = new_flow();
-    wf.run(Job {
-        expires: Expiry::AtHop(1),
-        ..Job::rounds(0)
-    })
-    .await
-    .expect("the scope is valid at hop 1");
-    assert_eq!(counters.runs(), [1, 1, 1]);
+    let aborted = wf
+        .run(Job {
+            expires: Expiry::AtHop(1),
+            ..Job::rounds(0)
+        })
+        .await
+        .expect_err("the worker's lease ends at hop 1");
+    assert_rejected(
+        &aborted,
+        "worker",
+        "checker",
+        RejectReason::ScopeExpired {
+            authority: "Judge".into(),
+        },
+    );
+    assert_eq!(counters.runs(), [1, 1, 0]);
 
     // A wall-clock expiry in the past: rejected too.
     let (wf, counters) = new_flow();
@@ -977,7 +992,7 @@ pub mod scoped {
         let now = workflow_core::Moment::at_hop(cx.hop()).unix_ms();
         Ok(boss::Next::Clerk(Errand {
             op: Operation::new("spend", "spend 1"),
-            scope: cx.delegate(authority::Spend).until_unix_ms(now + valid_ms),
+            scope: cx.lease(authority::Spend).until_unix_ms(now + valid_ms),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

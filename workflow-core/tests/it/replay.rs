@@ -131,7 +131,9 @@ macro_rules! ticket_version {
                 ) -> Result<triage::Next, Reject> {
                     Ok(triage::Next::Lookup(Lookup {
                         op: Operation::new("lookup", q.text),
-                        scope: cx.delegate(authority::ReadAccount),
+                        // Until the responder's turn, the same under the
+                        // lower hop cap of a replay below.
+                        scope: cx.lease(authority::ReadAccount).until_hop(2),
                         evidence: vec![],
                         open: vec![],
                         stop: StopWhen::at_hop(cx.hop() + 8),
@@ -147,7 +149,7 @@ macro_rules! ticket_version {
                     let account = cx.call(tools::find_account, $query(&task.customer)).await?;
                     Ok(lookup::Next::Responder(Draft {
                         op: Operation::new("reply", ""),
-                        scope: cx.delegate(authority::Reply),
+                        scope: cx.lease(authority::Reply).as_long_as_mine(),
                         evidence: vec![
                             cx.evidence_from(tools::find_account, account.plan.clone())?,
                         ],

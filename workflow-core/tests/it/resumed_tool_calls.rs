@@ -102,7 +102,7 @@ pub mod payment {
     async fn intake(order: Order, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
         Ok(intake::Next::Cashier(Bill {
             op: Operation::new("charge", "the order"),
-            scope: cx.delegate(authority::Charge),
+            scope: cx.lease(authority::Charge).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

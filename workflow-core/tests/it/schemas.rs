@@ -156,11 +156,11 @@ pub mod billing {
         })
     }
 
-    /// The first charge task of an order.
-    pub fn first_task(order: &Order, tenant: &str, hop: u32) -> ChargeTask {
+    /// The first charge task of an order, its lease valid until `until`.
+    pub fn first_task(order: &Order, tenant: &str, until: u32) -> ChargeTask {
         ChargeTask {
             op: Operation::new("charge", format!("charge {}", order.customer)),
-            scope: Scope::new(authority::Charge).until_hop(hop + 1),
+            scope: Scope::new(authority::Charge).until_hop(until),
             evidence: vec![Evidence::complete(
                 "lookup_customer",
                 format!("{} belongs to {tenant}", order.customer),
@@ -169,7 +169,7 @@ pub mod billing {
                 "is the card still valid?",
                 "the charge fails",
             )],
-            stop: StopWhen::at_hop(hop + 5).or_when("the customer cancels"),
+            stop: StopWhen::at_hop(until + 4).or_when("the customer cancels"),
             customer: order.customer.clone(),
             amount: order.amount,
             attempt: 1,
@@ -183,7 +183,12 @@ pub mod billing {
             customer: order.customer.clone(),
         };
         let record = cx.call(tools::lookup_customer, query).await?;
-        let mut task = first_task(&order, &record.tenant, cx.hop());
+        let mut task = first_task(
+            &order,
+            &record.tenant,
+            // The run's hop cap: as long as a lease from this turn may be.
+            cx.hop() + cx.hops_left() + 1,
+        );
         let cited = cx.citation(tools::lookup_customer)?;
         task.evidence = task
             .evidence
@@ -203,7 +208,7 @@ pub mod billing {
         let result = cx.call(tools::charge_card, request).await?;
         Ok(charger::Next::Auditor(AuditTask {
             op: Operation::new("audit", "check the charge"),
-            scope: cx.delegate(authority::Audit),
+            scope: cx.lease(authority::Audit).as_long_as_mine(),
             // The charge going through answers whether the card is valid.
             evidence: vec![
                 cx.evidence_from(tools::charge_card, "charged")?
@@ -223,7 +228,7 @@ pub mod billing {
         if task.attempt < 2 {
             return Ok(auditor::Next::Charger(ChargeTask {
                 op: Operation::new("charge", "charge again"),
-                scope: cx.delegate(authority::Charge),
+                scope: cx.lease(authority::Charge).as_long_as_mine(),
                 evidence: vec![Evidence::partial("auditor", "the receipt was unreadable")],
                 open: vec![],
                 stop: StopWhen::at_hop(cx.hop() + 8),
@@ -373,7 +378,7 @@ fn every_schema_is_valid_draft_2020_12() {
 fn a_real_handoff_validates_and_broken_ones_do_not() {
     let set = schemas();
     let v = validator(&set, "billing.ChargeTask");
-    let task = billing::first_task(&order(1_200), "acme", 0);
+    let task = billing::first_task(&order(1_200), "acme", 1);
     let good = serde_json::to_value(&task).unwrap();
     assert!(agree::<billing::ChargeTask>(&v, &good), "{good}");
     let back: billing::ChargeTask = serde_json::from_value(good.clone()).unwrap();

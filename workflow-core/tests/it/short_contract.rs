@@ -106,8 +106,9 @@ async fn a_short_form_run_records_the_contract_with_the_runtime_defaults() {
         job["contract"],
         json!({
             "op": {"name": "double", "detail": "double it"},
-            // Delegated by intake at hop 0, until the receiver's turn ends.
-            "scope": {"authority": "Work", "expires": {"at_hop": 1}},
+            // Leased by intake, which works under no scope: until the
+            // run's hop cap.
+            "scope": {"authority": "Work", "expires": {"at_hop": short::MAX_HOPS}},
             "evidence": [{"source": "user", "claim": "n = 21", "complete": true}],
             "open": [],
             // The workflow's bound.
@@ -118,7 +119,7 @@ async fn a_short_form_run_records_the_contract_with_the_runtime_defaults() {
         serde_json::from_str(&done.transcript.payload(2).expect("worker -> finisher")).unwrap();
     assert_eq!(
         finish["contract"]["scope"],
-        json!({"authority": "Close", "expires": {"at_hop": 2}})
+        json!({"authority": "Close", "expires": {"at_hop": short::MAX_HOPS}})
     );
 }
 

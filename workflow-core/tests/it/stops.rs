@@ -74,7 +74,7 @@ pub mod flow {
         }
         Ok(intake::Next::Worker(Task {
             op: Operation::new("work", ""),
-            scope: cx.delegate(authority::Work),
+            scope: cx.lease(authority::Work).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop,
@@ -116,7 +116,7 @@ pub mod open_ended {
     async fn first(stop: Stop, cx: first::Context<'_>) -> Result<first::Next, Reject> {
         Ok(first::Next::Watcher(Watch {
             op: Operation::new("watch", ""),
-            scope: cx.delegate(authority::Watch),
+            scope: cx.lease(authority::Watch).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: stop_part(stop, cx.hop()),

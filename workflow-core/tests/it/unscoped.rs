@@ -243,6 +243,7 @@ impl Agent<Keys> for Guard {
             max_tokens: None,
             unbounded_stop: false,
             uncited_evidence: false,
+            open_ended: false,
         })
     }
     async fn run(task: Task, cx: Context<'_, Keys, Self>) -> Result<Next, Reject> {

@@ -41,7 +41,7 @@ pub mod flow {
     async fn planner(n: u32, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
         Ok(planner::Next::Doer(Task {
             op: Operation::new("do", ""),
-            scope: cx.delegate(authority::Do),
+            scope: cx.lease(authority::Do).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -29,6 +29,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     super::forbidden::check(cx, wf);
     check_tools(cx, wf);
     check_role_overlap(cx, wf);
+    check_open_ended(cx, wf);
     check_numbers(cx, wf);
     if wf.agents.is_empty() {
         cx.error_spanned_by(
@@ -221,6 +222,30 @@ fn check_tools(cx: &Ctxt, wf: &Workflow) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// An authority declared `open_ended = [..]` that no agent owns (a typo,
+/// or an authority that does not exist): reported on its name.
+fn check_open_ended(cx: &Ctxt, wf: &Workflow) {
+    let Some(open_ended) = &wf.args.open_ended else {
+        return;
+    };
+    let owned: Vec<String> = wf
+        .agents
+        .iter()
+        .flat_map(|a| &a.args.owns)
+        .map(|o| o.unraw().to_string())
+        .collect();
+    for name in open_ended {
+        if !owned.contains(&name.unraw().to_string()) {
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "`open_ended` names authority `{name}`, which no agent owns; name an authority from an agent's `owns = [...]`"
+                ),
+            );
         }
     }
 }

@@ -16,13 +16,33 @@ pub fn authorities(wf: &Workflow) -> TokenStream {
         .map(|o| {
             let text = o.unraw().to_string();
             let doc = format!("The authority `{text}`.");
+            let open_ended = wf
+                .args
+                .open_ended
+                .iter()
+                .flatten()
+                .any(|a| a.unraw() == text);
+            // Only an open-ended authority says so: the others keep the
+            // trait's default, and their expansion reads as before.
+            let open = open_ended.then(|| {
+                quote! {
+                    const OPEN_ENDED: bool = true;
+                }
+            });
+            let marker = open_ended.then(|| {
+                quote! {
+                    impl ::workflow_core::__private::OpenEnded for #o {}
+                }
+            });
             quote! {
                 #[doc = #doc]
                 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
                 pub struct #o;
                 impl ::workflow_core::__private::Authority for #o {
                     const NAME: &'static str = #text;
+                    #open
                 }
+                #marker
             }
         });
     quote!(#(#markers)*)

@@ -207,6 +207,7 @@ fn impl_handoff(h: &Handoff, ident: &syn::Ident, parts: &TokenStream, view: &Vie
                     max_tokens: <Self as ::workflow_core::__private::Handoff>::MAX_TOKENS,
                     unbounded_stop: <Self as ::workflow_core::__private::Handoff>::UNBOUNDED_STOP,
                     uncited_evidence: <Self as ::workflow_core::__private::Handoff>::UNCITED_EVIDENCE,
+                    open_ended: <#authority as ::workflow_core::__private::Authority>::OPEN_ENDED,
                 }
             }
         }

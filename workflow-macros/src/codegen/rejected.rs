@@ -52,6 +52,7 @@ pub fn handoff_impl(ident: &Ident, generics: &Generics) -> TokenStream {
                     max_tokens: #p::Option::None,
                     unbounded_stop: false,
                     uncited_evidence: false,
+                    open_ended: false,
                 }
             }
         }

@@ -236,7 +236,7 @@ pub mod desk {
 pub(crate) fn valid() -> Value {
     json!({
         "op": {"name": "restart", "detail": "restart the api"},
-        "scope": {"authority": "Fix", "expires": "never"},
+        "scope": {"authority": "Fix", "expires": {"at_hop": 1}},
         "evidence": [],
         "open": [],
         "stop": [{"kind": "hop_reached", "hop": 10}],

@@ -26,7 +26,7 @@ mod wf {
     async fn intake(input: String, cx: intake::Context<'_>) -> Result<intake::Next, Reject> {
         Ok(intake::Next::Clasifier(Ticket {
             op: Operation::new("classify", input),
-            scope: cx.delegate(authority::Classify),
+            scope: cx.lease(authority::Classify).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -39,7 +39,7 @@ mod wf {
     async fn writer(_task: Revision, cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
         Ok(writer::Next::Reviewer(Revision {
             op: Operation::new("review", "review this"),
-            scope: cx.delegate(authority::Write),
+            scope: cx.lease(authority::Write).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

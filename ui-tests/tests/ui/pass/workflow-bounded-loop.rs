@@ -41,7 +41,7 @@ mod review {
     async fn writer(task: Revision, cx: writer::Context<'_>) -> Result<writer::Next, Reject> {
         Ok(writer::Next::Reviewer(Draft {
             op: Operation::new("review", "review this draft"),
-            scope: cx.delegate(authority::Approve),
+            scope: cx.lease(authority::Approve).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -56,7 +56,7 @@ mod review {
         }
         Ok(reviewer::Next::Writer(Revision {
             op: Operation::new("revise", "make it longer"),
-            scope: cx.delegate(authority::Write),
+            scope: cx.lease(authority::Write).as_long_as_mine(),
             evidence: vec![Evidence::complete("reviewer", "too short")],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -85,7 +85,7 @@ pub mod ask {
     async fn asker(q: FollowUp, cx: asker::Context<'_>) -> Result<asker::Next, Reject> {
         Ok(asker::Next::Answerer(Question {
             op: Operation::new("answer", "answer it"),
-            scope: cx.delegate(authority::Answer),
+            scope: cx.lease(authority::Answer).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),
@@ -103,7 +103,7 @@ pub mod ask {
         }
         Ok(answerer::Next::Asker(FollowUp {
             op: Operation::new("shorten", "ask a shorter question"),
-            scope: cx.delegate(authority::Ask),
+            scope: cx.lease(authority::Ask).as_long_as_mine(),
             evidence: vec![],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 8),

@@ -62,7 +62,7 @@ mod jobs {
         let limit = cx.call(tools::limit, ()).await?;
         Ok(planner::Next::Writer(Write {
             op: Operation::new("update", "update the rows"),
-            scope: cx.delegate(authority::Mutate).until_hop(cx.hop() + 1),
+            scope: cx.lease(authority::Mutate).until_hop(cx.hop() + 1),
             evidence: vec![cx.evidence_from(tools::limit, format!("limit is {limit}"))?],
             open: vec![],
             stop: StopWhen::at_hop(cx.hop() + 2),
