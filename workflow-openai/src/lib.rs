@@ -298,9 +298,9 @@ fn message(m: &Message) -> ChatCompletionRequestMessage {
         Role::System => ChatCompletionRequestMessage::System(
             ChatCompletionRequestSystemMessage::from(m.content.as_str()),
         ),
-        Role::User => {
-            ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(m.content.as_str()))
-        }
+        Role::User => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
+            m.content.as_str(),
+        )),
         Role::Assistant if m.tool_calls.is_empty() => ChatCompletionRequestMessage::Assistant(
             ChatCompletionRequestAssistantMessage::from(m.content.as_str()),
         ),
@@ -319,9 +319,8 @@ fn message(m: &Message) -> ChatCompletionRequestMessage {
                 })
                 .collect();
             ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
-                content: (!m.content.is_empty()).then(|| {
-                    ChatCompletionRequestAssistantMessageContent::Text(m.content.clone())
-                }),
+                content: (!m.content.is_empty())
+                    .then(|| ChatCompletionRequestAssistantMessageContent::Text(m.content.clone())),
                 tool_calls: Some(calls),
                 ..ChatCompletionRequestAssistantMessage::default()
             })

@@ -9,6 +9,8 @@ mod generate;
 pub(crate) mod receipt;
 mod runtime;
 mod tool_call;
+mod tool_loop;
+mod toolset;
 mod transcript;
 
 pub use context::*;
@@ -16,4 +18,6 @@ pub use earlier::*;
 pub use generate::*;
 pub use runtime::*;
 pub use tool_call::*;
+pub use tool_loop::*;
+pub use toolset::*;
 pub use transcript::*;

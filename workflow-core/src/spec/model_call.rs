@@ -256,7 +256,11 @@ pub struct ToolCallRequest {
 
 impl ToolCallRequest {
     /// A request to call `name` with `arguments` (JSON text), as call `id`.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCallRequest {
             id: id.into(),
             name: name.into(),
