@@ -10,7 +10,7 @@ use crate::spec::{Then, ToolCallRecord};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::run::{CallSite, ToolCall, call_tool};
+use crate::run::{CallSite, ToolCall, ToolLoop, Toolset, call_tool};
 use crate::spec::{Agent, Granted, Tool, Workflow};
 /// What an agent sees during its turn: the pinned invariants, its granted
 /// tools and its owned authorities, nothing else.
@@ -242,9 +242,9 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     pub fn tool_loop<T: Payload>(
         &self,
         prompt: impl Into<crate::llm::Prompt>,
-        tools: impl crate::run::Toolset<W, A>,
-    ) -> crate::run::ToolLoop<'x, W, A, T> {
-        crate::run::ToolLoop::new(self.clone(), prompt.into(), tools)
+        tools: impl Toolset<W, A>,
+    ) -> ToolLoop<'x, W, A, T> {
+        ToolLoop::new(self.clone(), prompt.into(), tools)
     }
 
     /// Like [`generate`](Self::generate), asking `model` instead of the
