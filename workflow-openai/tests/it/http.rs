@@ -22,7 +22,7 @@ use workflow_openai::{ConfigError, OpenAiConfig, OpenAiModel};
 // ---------------------------------------------------------------------------
 
 /// What the server answers to one request.
-enum Answer {
+pub(crate) enum Answer {
     /// A status and a JSON body.
     Json(u16, String),
     /// Nothing, until the client hangs up.
@@ -31,13 +31,13 @@ enum Answer {
 
 /// A request as the server read it.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    authorization: Option<String>,
-    body: Value,
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) authorization: Option<String>,
+    pub(crate) body: Value,
 }
 
-struct Server {
+pub(crate) struct Server {
     base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
@@ -45,7 +45,7 @@ struct Server {
 impl Server {
     /// A server answering requests with `answers`, in order (a request past
     /// the script gets a 418, which no test expects).
-    async fn start(answers: Vec<Answer>) -> Server {
+    pub(crate) async fn start(answers: Vec<Answer>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let base_url = format!("http://{}/v1", listener.local_addr().expect("an address"));
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -62,11 +62,11 @@ impl Server {
         Server { base_url, seen }
     }
 
-    fn requests(&self) -> Vec<Seen> {
+    pub(crate) fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
-    fn model(&self) -> OpenAiModel {
+    pub(crate) fn model(&self) -> OpenAiModel {
         OpenAiModel::new(self.config()).expect("a plain http URL")
     }
 
@@ -141,7 +141,7 @@ async fn connection(
 }
 
 /// A chat completion whose message says `content`.
-fn completion(content: &str) -> Answer {
+pub(crate) fn completion(content: &str) -> Answer {
     Answer::Json(
         200,
         json!({

@@ -5,3 +5,4 @@
 // what a file declares `pub` (a workflow whose schema alone is read) is
 // not dead code.
 pub mod http;
+pub mod tools;
