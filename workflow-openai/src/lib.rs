@@ -5,8 +5,14 @@
 //! A request's response format goes out as `response_format: {"type":
 //! "json_schema", ...}` with the payload's schema unchanged; the reply's
 //! text, refusal and token usage come back as a
-//! [`ModelReply`]. Checking the reply is
-//! not this crate's job: `cx.generate` does it for every backend alike.
+//! [`ModelReply`]. The tools a tool loop (`cx.tool_loop`) offers go out as
+//! function tools (`tools: [{"type": "function", "function": {name,
+//! description, parameters}}]`, the published definitions unchanged), the
+//! conversation carries the assistant's `tool_calls` and a `tool` message
+//! per result, and a reply's tool calls come back in its order (several per
+//! reply when the server sends them). Checking the reply, and every call it
+//! asks for, is not this crate's job: `cx.generate` and `cx.tool_loop` do
+//! it for every backend alike.
 //!
 //! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with
 //! only its chat completions API compiled in. Plain `http://` servers work
