@@ -165,6 +165,7 @@ pub mod incident {
         Ok(done)
     }
 
+    // ANCHOR: responder
     /// Hands its model the alert and the tools; the model decides which to
     /// call, the loop checks each call.
     #[agent(
@@ -194,6 +195,7 @@ pub mod incident {
             .await?;
         Ok(responder::Next::End(resolution))
     }
+    // ANCHOR_END: responder
 }
 
 /// The alert the example handles.
