@@ -570,3 +570,58 @@ async fn a_loop_killed_mid_turn_resumes_without_repeating_a_journaled_call_and_r
     assert_eq!(wf.deps().lookups.load(Ordering::SeqCst), 0);
     assert_eq!(wf.deps().pages.load(Ordering::SeqCst), 0);
 }
+
+/// The same workflow, changed: its responder offers one tool less.
+pub mod changed {
+    use super::*;
+
+    #[workflow(entry = responder, output = Answer, deps = Desk)]
+    pub mod oncall {
+        use super::*;
+
+        /// Looks up a service's recent errors (none known: an empty list).
+        #[tool(effect = read)]
+        async fn lookup_service(
+            query: ServiceQuery,
+            desk: &Desk,
+        ) -> Result<Vec<String>, ToolError> {
+            desk.lookups.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![query.name])
+        }
+
+        #[agent(tools = [lookup_service], to = [END])]
+        async fn responder(
+            ticket: Ticket,
+            cx: responder::Context<'_>,
+        ) -> Result<responder::Next, Reject> {
+            let prompt = Prompt::new(ticket.text).system("Find the failing service and page it.");
+            let answer: Answer = cx
+                .tool_loop(prompt, (tools::lookup_service,))
+                .max_steps(ticket.max_steps)
+                .await?;
+            Ok(responder::Next::End(answer))
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_replay_whose_loop_offers_other_tools_reports_the_divergence_and_calls_nothing() {
+    use workflow_core::ledger::{Ledger, MemoryLedger};
+    let ledger = Arc::new(MemoryLedger::new());
+    let model = Arc::new(
+        ScriptedModel::new()
+            .call_tools([lookup("c1", "api")])
+            .reply(answer()),
+    );
+    let wf = oncall::Workflow::new((), Desk::default())
+        .with_ledger(ledger.clone())
+        .with_model(model);
+    let done = wf.run(ticket(6)).await.expect("completes");
+    let records = ledger.records(done.transcript.run_id()).unwrap();
+
+    let wf = changed::oncall::Workflow::new((), Desk::default());
+    let report = wf.replay(&records).await.expect("replays");
+    let divergence = report.divergence.as_ref().expect("it diverges");
+    assert_eq!(divergence.seq, 1, "at the responder's transfer: {report}");
+    assert_eq!(wf.deps().lookups.load(Ordering::SeqCst), 0, "no tool ran");
+}
