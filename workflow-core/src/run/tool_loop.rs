@@ -85,7 +85,7 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             cx,
             prompt,
             names: S::names(),
-            definitions: S::definitions(),
+            definitions: offered::<W, A, S>(),
             dispatch: Box::new(move |cx, name, arguments| tools.dispatch(cx, name, arguments)),
             max_steps: DEFAULT_MAX_STEPS,
             repairs: super::generate::DEFAULT_REPAIRS,
@@ -287,6 +287,25 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             request.messages.extend(results);
         }
     }
+}
+
+/// The definitions the model is offered: each tool's entry of
+/// `Workflow::mcp_tools()` (so that the model sees exactly what is
+/// published), or, for a tool a hand-written graph does not list, the
+/// set's own definition.
+fn offered<W: Workflow, A, S: Toolset<W, A>>() -> Vec<ToolDefinition> {
+    let published = crate::export::mcp_tools(W::GRAPH);
+    S::definitions()
+        .into_iter()
+        .map(|own| match published.iter().find(|p| p.name == own.name) {
+            Some(p) => ToolDefinition {
+                name: p.name.clone(),
+                description: p.description.clone(),
+                input_schema: p.input_schema.clone(),
+            },
+            None => own,
+        })
+        .collect()
 }
 
 /// One model step, in its `chat` span (a sibling of the steps' tool calls,
