@@ -87,7 +87,7 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             names: S::names(),
             definitions: offered::<W, A, S>(),
             dispatch: Box::new(move |cx, name, arguments| tools.dispatch(cx, name, arguments)),
-            max_steps: DEFAULT_MAX_STEPS,
+            max_steps: A::MAX_STEPS.unwrap_or(DEFAULT_MAX_STEPS).max(1),
             repairs: super::generate::DEFAULT_REPAIRS,
             strict: false,
             rules: Vec::new(),
@@ -96,8 +96,8 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
     }
 
     /// At most `n` model steps (requests), the answer's included; the
-    /// default is [`DEFAULT_MAX_STEPS`]. `1` lets the model answer but not
-    /// call a tool.
+    /// default is the agent's declared `#[agent(max_steps = N)]`, or else
+    /// [`DEFAULT_MAX_STEPS`]. `1` lets the model answer but not call a tool.
     pub fn max_steps(mut self, n: u32) -> Self {
         self.max_steps = n.max(1);
         self

@@ -22,7 +22,7 @@ use workflow_core::{RunError, Transcript, TurnRecord};
 pub struct Ticket {
     /// In the user's words.
     pub text: String,
-    /// The loop's step limit.
+    /// The loop's step limit (0: the agent's declared one).
     pub max_steps: u32,
 }
 
@@ -125,16 +125,23 @@ pub mod oncall {
         Ok(Paged { id: page.service })
     }
 
-    #[agent(owns = [Page], tools = [lookup_service, lookup_owner, page_oncall], to = [fixer, END])]
+    #[agent(
+        owns = [Page],
+        tools = [lookup_service, lookup_owner, page_oncall],
+        to = [fixer, END],
+        max_steps = 4
+    )]
     async fn responder(
         ticket: Ticket,
         cx: responder::Context<'_>,
     ) -> Result<responder::Next, Reject> {
         let prompt = Prompt::new(ticket.text).system("Find the failing service and page it.");
-        let answer: Answer = cx
-            .tool_loop(prompt, (tools::lookup_service, tools::page_oncall))
-            .max_steps(ticket.max_steps)
-            .await?;
+        let mut asked = cx.tool_loop(prompt, (tools::lookup_service, tools::page_oncall));
+        // 0: the agent's declared limit.
+        if ticket.max_steps > 0 {
+            asked = asked.max_steps(ticket.max_steps);
+        }
+        let answer: Answer = asked.await?;
         Ok(responder::Next::End(answer))
     }
 
@@ -440,6 +447,20 @@ async fn a_model_that_keeps_calling_stops_at_its_step_limit_with_a_typed_error()
         record.attempts[2].error.as_ref().map(|e| e.kind),
         Some(ModelErrorKind::StepLimit)
     );
+}
+
+#[tokio::test]
+async fn without_a_limit_on_the_call_the_agents_declared_max_steps_holds() {
+    let mut script = ScriptedModel::new();
+    for i in 0..10 {
+        script = script.call_tools([lookup(&format!("c{i}"), "api")]);
+    }
+    let model = Arc::new(script);
+    let (outcome, desk) = run(&model, 0).await;
+    let aborted = outcome.unwrap_err();
+    assert_eq!(loop_error(&aborted).kind, ModelErrorKind::StepLimit);
+    assert_eq!(model.requests().len(), 4, "`#[agent(max_steps = 4)]`");
+    assert_eq!(desk.deps().lookups.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]
