@@ -646,3 +646,60 @@ async fn a_replay_whose_loop_offers_other_tools_reports_the_divergence_and_calls
     assert_eq!(divergence.seq, 1, "at the responder's transfer: {report}");
     assert_eq!(wf.deps().lookups.load(Ordering::SeqCst), 0, "no tool ran");
 }
+
+/// A loop whose tool escalates its failures.
+pub mod escalating {
+    use super::*;
+
+    #[workflow(entry = responder, output = Answer, deps = Desk)]
+    pub mod desk {
+        use super::*;
+
+        /// The status page (down: a 503, for a person to look at).
+        #[tool(effect = read, then = escalate)]
+        async fn status_page(query: ServiceQuery, desk: &Desk) -> Result<String, ToolError> {
+            desk.lookups.fetch_add(1, Ordering::SeqCst);
+            Err(ToolError::status("status_page", 503, query.name))
+        }
+
+        #[agent(tools = [status_page], to = [END])]
+        async fn responder(
+            ticket: Ticket,
+            cx: responder::Context<'_>,
+        ) -> Result<responder::Next, Reject> {
+            let answer: Answer = cx
+                .tool_loop(Prompt::new(ticket.text), (tools::status_page,))
+                .await?;
+            Ok(responder::Next::End(answer))
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failure_under_escalate_is_fed_back_the_loop_goes_on_and_the_run_is_suspended() {
+    use workflow_core::{Escalation, RunError};
+    let model = Arc::new(
+        ScriptedModel::new()
+            .call_tools([call("s", "status_page", json!({"name": "api"}))])
+            .reply(answer()),
+    );
+    let wf = escalating::desk::Workflow::new((), Desk::default()).with_model(model.clone());
+    let aborted = wf.run(ticket(0)).await.unwrap_err();
+    assert!(
+        matches!(
+            &aborted.error,
+            RunError::Suspended {
+                reason: Escalation::ToolFailed { .. },
+                ..
+            }
+        ),
+        "{}",
+        aborted.error
+    );
+    assert_eq!(model.requests().len(), 2, "the model was told and answered");
+    let told = model.requests()[1].messages.last().unwrap().content.clone();
+    assert!(
+        told.starts_with("Refused (tool failed): the call failed"),
+        "{told}"
+    );
+}
