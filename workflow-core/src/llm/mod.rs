@@ -12,6 +12,13 @@
 //! run's budget, and the call is recorded with its turn
 //! ([`ModelCallRecord`]).
 //!
+//! With [`Context::tool_loop`](crate::Context::tool_loop) the model is also
+//! offered tools ([`ToolDefinition`]: the published `mcp_tools` entries) and
+//! may answer with [`ToolCallRequest`]s; each is checked and made like a
+//! `cx.call`, its result (or refusal) sent back as a [`Role::Tool`]
+//! message, until the model answers with the value; the whole loop is one
+//! [`ModelCallRecord`] listing the tools offered and every step.
+//!
 //! [`ScriptedModel`] replies from a list (tests, offline examples);
 //! [`RecordedModel`] serves the replies a run recorded (replay, without a
 //! network). The OpenAI-compatible HTTP backend lives in the
