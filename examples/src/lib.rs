@@ -7,6 +7,7 @@ mod campaign_tamper;
 pub mod deploy_workflow;
 pub mod hand_written;
 pub mod loop_bench;
+pub mod model_tools;
 pub mod model_triage;
 pub mod payment;
 pub mod relay;

@@ -161,9 +161,9 @@ fn tool_calls(r: &LedgerRecord) -> Vec<String> {
     let Some(turn) = &r.turn else {
         return Vec::new();
     };
-    turn.tool_calls
-        .iter()
-        .map(|c| {
+    let loops = turn.model_calls.iter().flat_map(crate::model_loop::lines);
+    loops
+        .chain(turn.tool_calls.iter().map(|c| {
             let outcome = match &c.outcome {
                 ToolOutcome::Ok { result, .. } => format!("-> {result}"),
                 ToolOutcome::Failed { error } => {
@@ -179,7 +179,7 @@ fn tool_calls(r: &LedgerRecord) -> Vec<String> {
                 "    tool #{} {}({}){attempts} {outcome}",
                 c.index, c.tool, c.arguments
             )
-        })
+        }))
         .collect()
 }
 
@@ -228,9 +228,12 @@ pub(crate) fn line(r: &LedgerRecord) -> String {
                         format!("FAILED ({})", error.kind)
                     }
                 };
-                let tries = match c.attempts.len() {
-                    1 => String::new(),
-                    n => format!(" in {n} attempts"),
+                let tries = match (c.attempts.len(), c.tools.is_empty()) {
+                    (1, true) => String::new(),
+                    (n, true) => format!(" in {n} attempts"),
+                    (n, false) => {
+                        format!(" in {n} step{} with tools", if n == 1 { "" } else { "s" })
+                    }
                 };
                 format!("{} {outcome}{tries}", c.model)
             })

@@ -48,6 +48,7 @@ use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
 
 mod checkpoint_commands;
 mod ledger_commands;
+mod model_loop;
 mod workflow_commands;
 
 /// The exit codes.

@@ -77,8 +77,8 @@ pub use drive::{
 pub use export::{Drift, Manifest, Publication};
 pub use ledger::{Difference, Divergence};
 pub use run::{
-    Approval, Context, DEFAULT_REPAIRS, EarlierTurn, Generation, Progress, Returned, Runtime,
-    ToolCall, Transcript,
+    Approval, Context, DEFAULT_MAX_STEPS, DEFAULT_REPAIRS, EarlierTurn, Generation, Progress,
+    Returned, Runtime, ToolCall, ToolLoop, Toolset, Transcript,
 };
 pub use spec::{
     Agent, AgentInfo, ApproxTokens, Authority, AuthorityScope, Budget, BudgetExhausted, Condition,

@@ -369,13 +369,17 @@ fn the_model_holds_typed_tool_policies_and_numbers_parsed_once() {
             mod m {
                 #[tool(needs = X, effect = destructive, retries = 3, backoff_ms = 99999999999999999999, then = escalate)]
                 async fn t(i: String, _d: &()) -> Result<bool, ToolError> { todo!() }
-                #[agent(owns = [X], tools = [t], to = [END], timeout_ms = 500, on_reject = sender(max = 4))]
+                #[agent(owns = [X], tools = [t], to = [END], timeout_ms = 500, max_steps = 5, on_reject = sender(max = 4))]
                 async fn a(q: String, cx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
             }
         },
     );
     assert!(errors.is_empty(), "{errors}");
     let wf = wf.expect("a model");
+    assert_eq!(
+        wf.agents[0].args.max_steps.as_ref().and_then(|n| n.get()),
+        Some(5)
+    );
     assert_eq!(wf.args.max_hops.as_ref().and_then(|n| n.get()), Some(7));
     let t = &wf.tools[0].args;
     assert_eq!(

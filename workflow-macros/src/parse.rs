@@ -185,7 +185,7 @@ fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
         .collect())
 }
 
-/// `#[agent(owns = [..], tools = [..], to = [..], timeout_ms = N)]`
+/// `#[agent(owns = [..], tools = [..], to = [..], timeout_ms = N, max_steps = N)]`
 #[derive(Default)]
 pub struct AgentArgs {
     pub owns: Vec<Ident>,
@@ -194,6 +194,9 @@ pub struct AgentArgs {
     /// The `to` key itself, when given.
     pub to_key: Option<Ident>,
     pub timeout_ms: Option<Number<u64>>,
+    /// `max_steps = N`: the model steps of each tool loop of the agent's
+    /// turns, unless the loop says otherwise.
+    pub max_steps: Option<Number<u64>>,
     pub on_reject: Option<Keyword<OnReject>>,
     /// Some argument could not be parsed (and was reported).
     pub incomplete: bool,
@@ -247,7 +250,17 @@ impl AgentArgs {
         let mut seen: Vec<String> = Vec::new();
         let given = split_args(tokens.clone()).len();
         let parsed = parse_each(cx, tokens, |input| {
-            let key = parse_key(input, &["owns", "tools", "to", "timeout_ms", "on_reject"])?;
+            let key = parse_key(
+                input,
+                &[
+                    "owns",
+                    "tools",
+                    "to",
+                    "timeout_ms",
+                    "max_steps",
+                    "on_reject",
+                ],
+            )?;
             let name = key.to_string();
             if seen.contains(&name) {
                 return Err(duplicate(&key));
@@ -261,6 +274,7 @@ impl AgentArgs {
                     args.to = bracketed_list(input)?;
                 }
                 "on_reject" => args.on_reject = Some(parse_on_reject(input)?),
+                "max_steps" => args.max_steps = Some(Number::new(input.parse()?)),
                 _ => args.timeout_ms = Some(Number::new(input.parse()?)),
             }
             Ok(())

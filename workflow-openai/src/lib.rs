@@ -10,6 +10,12 @@
 //! reply's text, refusal and token usage come back as a [`ModelReply`].
 //! Checking the reply is not this crate's job: `cx.generate` does it for
 //! every backend alike.
+//! The tools a tool loop (`cx.tool_loop`) offers go out as function tools
+//! (`tools: [{"type": "function", "function": {name, description,
+//! parameters}}]`, the published definitions unchanged), the conversation
+//! carries the assistant's `tool_calls` and a `tool` message per result,
+//! and a reply's tool calls come back in its order (several per reply when
+//! the server sends them); `cx.tool_loop` checks every call it asks for.
 //!
 //! The HTTP client is [`async-openai`](https://docs.rs/async-openai) with
 //! only its chat completions API compiled in. Plain `http://` servers work
@@ -41,13 +47,18 @@ use async_openai::error::OpenAIError;
 use async_openai::middleware::ReqwestService;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::types::chat::{
-    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
-    ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
-    CreateChatCompletionRequest, CreateChatCompletionResponse,
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
+    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessage, ChatCompletionTool, ChatCompletionTools,
+    CreateChatCompletionRequest, CreateChatCompletionResponse, FunctionCall, FunctionObject,
 };
 use tower::Layer;
 use workflow_core::Usage;
-use workflow_core::llm::{Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role};
+use workflow_core::llm::{
+    Message, Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role, ToolCallRequest,
+};
 
 /// The base URL when `OPENAI_BASE_URL` is not set.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -240,27 +251,32 @@ impl OpenAiModel {
 
     /// The chat completions request for `request`.
     fn chat_request(&self, request: &ModelRequest) -> CreateChatCompletionRequest {
-        let messages = request
-            .messages
-            .iter()
-            .map(|m| match m.role {
-                Role::System => ChatCompletionRequestMessage::System(
-                    ChatCompletionRequestSystemMessage::from(m.content.as_str()),
-                ),
-                Role::User => ChatCompletionRequestMessage::User(
-                    ChatCompletionRequestUserMessage::from(m.content.as_str()),
-                ),
-                Role::Assistant => ChatCompletionRequestMessage::Assistant(
-                    ChatCompletionRequestAssistantMessage::from(m.content.as_str()),
-                ),
-            })
-            .collect();
+        let messages = request.messages.iter().map(message).collect();
+        // The tools offered, as function tools: the published definitions
+        // (name, doc comment, input schema) unchanged.
+        let tools = (!request.tools.is_empty()).then(|| {
+            request
+                .tools
+                .iter()
+                .map(|t| {
+                    ChatCompletionTools::Function(ChatCompletionTool {
+                        function: FunctionObject {
+                            name: t.name.clone(),
+                            description: Some(t.description.clone()),
+                            parameters: Some(t.input_schema.clone()),
+                            strict: None,
+                        },
+                    })
+                })
+                .collect()
+        });
         CreateChatCompletionRequest {
             messages,
             model: request
                 .model
                 .clone()
                 .unwrap_or_else(|| self.config.model.clone()),
+            tools,
             max_completion_tokens: self.config.max_completion_tokens,
             temperature: self.config.temperature,
             ..CreateChatCompletionRequest::default()
@@ -304,6 +320,46 @@ impl Model for OpenAiModel {
     }
 }
 
+/// One message of a conversation as the chat completions API takes it.
+fn message(m: &Message) -> ChatCompletionRequestMessage {
+    match m.role {
+        Role::System => ChatCompletionRequestMessage::System(
+            ChatCompletionRequestSystemMessage::from(m.content.as_str()),
+        ),
+        Role::User => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
+            m.content.as_str(),
+        )),
+        Role::Assistant if m.tool_calls.is_empty() => ChatCompletionRequestMessage::Assistant(
+            ChatCompletionRequestAssistantMessage::from(m.content.as_str()),
+        ),
+        Role::Assistant => {
+            let calls = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                        id: c.id.clone(),
+                        function: FunctionCall {
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        },
+                    })
+                })
+                .collect();
+            ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+                content: (!m.content.is_empty())
+                    .then(|| ChatCompletionRequestAssistantMessageContent::Text(m.content.clone())),
+                tool_calls: Some(calls),
+                ..ChatCompletionRequestAssistantMessage::default()
+            })
+        }
+        Role::Tool => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: ChatCompletionRequestToolMessageContent::Text(m.content.clone()),
+            tool_call_id: m.tool_call_id.clone().unwrap_or_default(),
+        }),
+    }
+}
+
 /// The reply in a chat completion: its first choice.
 fn reply(response: CreateChatCompletionResponse) -> Result<ModelReply, ModelError> {
     let usage = response.usage.as_ref().map_or(Usage::default(), |u| {
@@ -312,11 +368,29 @@ fn reply(response: CreateChatCompletionResponse) -> Result<ModelReply, ModelErro
     let Some(choice) = response.choices.into_iter().next() else {
         return Err(ModelError::transport("the chat completion has no choices"));
     };
+    // A custom (free-text) tool call is not one this crate offers: kept
+    // under its name with its input as the arguments, so that the loop
+    // refuses it as a tool not offered, on the record.
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|call| match call {
+            ChatCompletionMessageToolCalls::Function(f) => {
+                ToolCallRequest::new(f.id, f.function.name, f.function.arguments)
+            }
+            ChatCompletionMessageToolCalls::Custom(c) => {
+                ToolCallRequest::new(c.id, c.custom_tool.name, c.custom_tool.input)
+            }
+        })
+        .collect();
     Ok(ModelReply {
         text: choice.message.content.unwrap_or_default(),
         refusal: choice.message.refusal,
         usage,
         model: Some(response.model),
+        tool_calls,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod deploy_guard;
 pub mod hand_written;
 pub mod journal_tamper;
 pub mod mcp_spec;
+pub mod model_tools;
 pub mod model_triage;
 pub mod policy_gate;
 pub mod published_schemas;

@@ -12,6 +12,13 @@
 //! run's budget, and the call is recorded with its turn
 //! ([`ModelCallRecord`]).
 //!
+//! With [`Context::tool_loop`](crate::Context::tool_loop) the model is also
+//! offered tools ([`ToolDefinition`]: the published `mcp_tools` entries) and
+//! may answer with [`ToolCallRequest`]s; each is checked and made like a
+//! `cx.call`, its result (or refusal) sent back as a [`Role::Tool`]
+//! message, until the model answers with the value; the whole loop is one
+//! [`ModelCallRecord`] listing the tools offered and every step.
+//!
 //! [`ScriptedModel`] replies from a list (tests, offline examples);
 //! [`RecordedModel`] serves the replies a run recorded (replay, without a
 //! network). The OpenAI-compatible HTTP backend lives in the
@@ -26,7 +33,10 @@ use std::sync::Arc;
 
 mod scripted;
 
-pub use crate::spec::{ModelAttempt, ModelCallRecord, ModelError, ModelErrorKind, ModelOutcome};
+pub use crate::spec::{
+    ModelAttempt, ModelCallRecord, ModelError, ModelErrorKind, ModelOutcome, ToolAnswer,
+    ToolCallRequest,
+};
 pub use scripted::{RecordedModel, ScriptedModel};
 
 /// Who says a message.
@@ -37,8 +47,11 @@ pub enum Role {
     System,
     /// The caller: the agent's prompt, and the errors of a rejected reply.
     User,
-    /// The model: its earlier replies.
+    /// The model: its earlier replies (and the tool calls it asked for).
     Assistant,
+    /// A tool's result (or the refusal of a call), answering the call
+    /// named by the message's `tool_call_id`.
+    Tool,
 }
 
 /// One message of a conversation.
@@ -49,32 +62,70 @@ pub struct Message {
     pub role: Role,
     /// What is said.
     pub content: String,
+    /// The tool calls an assistant message asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
+    fn plain(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
-        Message {
-            role: Role::System,
-            content: content.into(),
-        }
+        Message::plain(Role::System, content)
     }
 
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Message {
-            role: Role::User,
-            content: content.into(),
-        }
+        Message::plain(Role::User, content)
     }
 
     /// An assistant (model) message.
     pub fn assistant(content: impl Into<String>) -> Self {
+        Message::plain(Role::Assistant, content)
+    }
+
+    /// An assistant message asking for tool `calls` (with its text, often
+    /// empty).
+    pub fn tool_calls(content: impl Into<String>, calls: Vec<ToolCallRequest>) -> Self {
         Message {
-            role: Role::Assistant,
-            content: content.into(),
+            tool_calls: calls,
+            ..Message::plain(Role::Assistant, content)
         }
     }
+
+    /// A tool message: the answer to call `id` (a result's JSON text, or
+    /// why the call was refused or failed).
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            tool_call_id: Some(id.into()),
+            ..Message::plain(Role::Tool, content)
+        }
+    }
+}
+
+/// A tool a request offers the model: its name, what it does (the tool's
+/// doc comment) and the JSON Schema of its arguments: the definitions
+/// `Workflow::mcp_tools()` publishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema (draft 2020-12) of its arguments.
+    pub input_schema: serde_json::Value,
 }
 
 /// The structured output a request asks for: a reply that is one JSON value
@@ -102,6 +153,12 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The structured output asked for; `None` for plain text.
     pub response_format: Option<ResponseFormat>,
+    /// The tools offered (a tool loop); the model may answer with calls to
+    /// them instead of a final reply. Empty for a plain generation (and
+    /// then left out of the request's JSON, so that its digest is the one
+    /// earlier records hold).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
 }
 
 impl ModelRequest {
@@ -116,8 +173,13 @@ impl ModelRequest {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelReply {
-    /// The reply's text (for structured output: the JSON text).
+    /// The reply's text (for structured output: the JSON text; often empty
+    /// beside tool calls).
     pub text: String,
+    /// The tool calls the model asks for instead of answering (when the
+    /// request offered tools), in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
     /// The model's refusal to answer, when it refused.
     pub refusal: Option<String>,
     /// The tokens (and cost) the call used, as the backend reported them.
@@ -131,6 +193,14 @@ impl ModelReply {
     pub fn text(text: impl Into<String>) -> Self {
         ModelReply {
             text: text.into(),
+            ..ModelReply::default()
+        }
+    }
+
+    /// A reply asking for tool `calls`, with no text.
+    pub fn calls(calls: impl IntoIterator<Item = ToolCallRequest>) -> Self {
+        ModelReply {
+            tool_calls: calls.into_iter().collect(),
             ..ModelReply::default()
         }
     }

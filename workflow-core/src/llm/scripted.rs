@@ -13,6 +13,8 @@ use crate::spec::Usage;
 enum Step {
     /// A reply whose usage is estimated when it is served.
     Text(String),
+    /// A reply asking for tool calls, its usage estimated when served.
+    Calls(Vec<super::ToolCallRequest>),
     /// A reply as given.
     Reply(ModelReply),
     /// A failure.
@@ -38,7 +40,7 @@ fn approx_tokens(text: &str) -> u64 {
 /// use workflow_core::llm::{Model, ModelRequest, ScriptedModel};
 /// let model = ScriptedModel::new().reply(r#"{"n": 1}"#).refuse("not today");
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let request = ModelRequest { model: None, messages: vec![], response_format: None };
+/// let request = ModelRequest { model: None, messages: vec![], response_format: None, tools: vec![] };
 /// let first = rt.block_on(model.complete(&request)).unwrap();
 /// assert_eq!(first.text, r#"{"n": 1}"#);
 /// assert!(rt.block_on(model.complete(&request)).unwrap().refusal.is_some());
@@ -84,6 +86,12 @@ impl ScriptedModel {
         self.step(Step::Reply(reply))
     }
 
+    /// Then a reply asking for tool `calls` (no text), its usage estimated
+    /// like [`reply`](Self::reply)'s from the calls' arguments.
+    pub fn call_tools(self, calls: impl IntoIterator<Item = super::ToolCallRequest>) -> Self {
+        self.step(Step::Calls(calls.into_iter().collect()))
+    }
+
     /// Then a refusal saying why.
     pub fn refuse(self, why: impl Into<String>) -> Self {
         self.step(Step::Reply(ModelReply::refusal(why)))
@@ -112,19 +120,33 @@ impl ScriptedModel {
     fn serve(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         locked(&self.requests).push(request.clone());
         let step = locked(&self.steps).pop_front();
+        let asked: u64 = request
+            .messages
+            .iter()
+            .map(|m| approx_tokens(&m.content))
+            .sum();
         match step {
             Some(Step::Text(text)) => {
-                let asked: u64 = request
-                    .messages
-                    .iter()
-                    .map(|m| approx_tokens(&m.content))
-                    .sum();
                 let usage = Usage::tokens(asked, approx_tokens(&text));
                 Ok(ModelReply {
                     text,
                     refusal: None,
                     usage,
                     model: Some(self.name.clone()),
+                    tool_calls: Vec::new(),
+                })
+            }
+            Some(Step::Calls(calls)) => {
+                let written: u64 = calls
+                    .iter()
+                    .map(|c| approx_tokens(&c.name) + approx_tokens(&c.arguments))
+                    .sum();
+                Ok(ModelReply {
+                    text: String::new(),
+                    refusal: None,
+                    usage: Usage::tokens(asked, written),
+                    model: Some(self.name.clone()),
+                    tool_calls: calls,
                 })
             }
             Some(Step::Reply(reply)) => Ok(reply),
@@ -179,6 +201,7 @@ impl RecordedModel {
                             refusal: attempt.refusal.clone(),
                             usage: attempt.usage,
                             model: Some(call.model.to_string()),
+                            tool_calls: attempt.tool_calls.clone(),
                         }),
                         (None, Some(error)) => Err(error.clone()),
                         (None, None) => Err(ModelError::transport(

@@ -10,7 +10,7 @@ use crate::spec::{Then, ToolCallRecord};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::run::{CallSite, ToolCall, call_tool};
+use crate::run::{CallSite, ToolCall, ToolLoop, Toolset, call_tool};
 use crate::spec::{Agent, Granted, Tool, Workflow};
 /// What an agent sees during its turn: the pinned invariants, its granted
 /// tools and its owned authorities, nothing else.
@@ -260,6 +260,20 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         crate::run::Generation::shared(self.shared.clone(), model, prompt.into())
     }
 
+    /// Hands the run's model a prompt and a set of this agent's granted
+    /// tools (a tuple of tool values: `(tools::lookup, tools::write)`),
+    /// and asks for a `T`: the model may ask for tool calls, step after
+    /// step, until it answers with a `T` (see [`ToolLoop`](crate::ToolLoop):
+    /// the step limit, the checks every requested call passes, the record).
+    /// Offering a tool the agent is not granted does not compile.
+    pub fn tool_loop<T: Payload>(
+        &self,
+        prompt: impl Into<crate::llm::Prompt>,
+        tools: impl Toolset<W, A>,
+    ) -> ToolLoop<'x, W, A, T> {
+        ToolLoop::new(self.clone(), prompt.into(), tools)
+    }
+
     /// Like [`generate`](Self::generate), asking `model` instead of the
     /// run's model.
     pub fn generate_with<'m, T: Payload>(
@@ -384,6 +398,19 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         T: Tool<W>,
         A: Granted<T>,
     {
+        self.call_granted(tool, input)
+    }
+
+    /// A call of a tool whose grant the caller's bounds have checked
+    /// (`A: Granted<T>`): the one path of `cx.call` and of the calls a
+    /// model asks for in a tool loop (`cx.tool_loop`), with its span, its
+    /// metrics and every run-time check (scope, budget, guard, journal,
+    /// retries, fail-fast, record).
+    pub(crate) fn call_granted<T: Tool<W>>(
+        &self,
+        tool: T,
+        input: T::Input,
+    ) -> ToolCall<'x, T::Output> {
         #[cfg(feature = "tracing")]
         let span = tracing::info_span!(
             "execute_tool",

@@ -17,7 +17,7 @@ use crate::spec::{ModelAttempt, ModelCallRecord, ModelError, ModelErrorKind, Mod
 pub const DEFAULT_REPAIRS: u32 = 2;
 
 /// A caller's rule on a generated value (see [`Generation::check`]).
-type Rule<'a, T> = Box<dyn Fn(&T) -> Result<(), String> + Send + Sync + 'a>;
+pub(super) type Rule<'a, T> = Box<dyn Fn(&T) -> Result<(), String> + Send + Sync + 'a>;
 
 /// The model a generation asks.
 enum Asked<'a> {
@@ -135,6 +135,7 @@ impl<'a, T: Payload> Generation<'a, T> {
                 schema: schema.clone(),
                 strict,
             }),
+            tools: Vec::new(),
         };
         let mut call = InFlight {
             shared: &shared,
@@ -142,6 +143,7 @@ impl<'a, T: Payload> Generation<'a, T> {
                 index,
                 model: Cow::Owned(prompt.model.unwrap_or_else(|| model.name().to_owned())),
                 schema: Some(name.clone()),
+                tools: Vec::new(),
                 request_digest: request.digest(),
                 attempts: Vec::new(),
                 usage: Usage::default(),
@@ -168,6 +170,8 @@ impl<'a, T: Payload> Generation<'a, T> {
                         refusal: None,
                         usage: Usage::default(),
                         error: Some(error.clone()),
+                        tool_calls: Vec::new(),
+                        answers: Vec::new(),
                     });
                     return call.failed(error);
                 }
@@ -186,6 +190,8 @@ impl<'a, T: Payload> Generation<'a, T> {
                 refusal: reply.refusal.clone(),
                 usage: reply.usage,
                 error: verdict.as_ref().err().cloned(),
+                tool_calls: Vec::new(),
+                answers: Vec::new(),
             });
             match verdict {
                 Ok(value) => return call.accepted(value, &reply.text),
@@ -210,23 +216,23 @@ impl<'a, T: Payload> Generation<'a, T> {
 /// The record of a model call under way: written to the turn log when the
 /// call ends, or when it is cut off (its turn timed out, its step was
 /// dropped), so that every attempt that was made and charged is recorded.
-struct InFlight<'s> {
-    shared: &'s RunShared,
+pub(super) struct InFlight<'s> {
+    pub(super) shared: &'s RunShared,
     /// `None` once written.
-    record: Option<ModelCallRecord>,
-    started: std::time::Instant,
+    pub(super) record: Option<ModelCallRecord>,
+    pub(super) started: std::time::Instant,
     /// The call's `chat` span (current while `run` runs; kept, because a
     /// drop may happen outside it).
     #[cfg(feature = "tracing")]
-    span: tracing::Span,
+    pub(super) span: tracing::Span,
     /// The provider, for the token usage metrics.
     #[cfg(feature = "metrics")]
-    provider: String,
+    pub(super) provider: String,
 }
 
 impl InFlight<'_> {
     /// Adds an attempt and its usage; returns how many there are.
-    fn attempt(&mut self, attempt: ModelAttempt) -> usize {
+    pub(super) fn attempt(&mut self, attempt: ModelAttempt) -> usize {
         match &mut self.record {
             Some(record) => {
                 record.usage.add(&attempt.usage);
@@ -237,14 +243,14 @@ impl InFlight<'_> {
         }
     }
 
-    fn accepted<T>(mut self, value: T, text: &str) -> Result<T, ModelError> {
+    pub(super) fn accepted<T>(mut self, value: T, text: &str) -> Result<T, ModelError> {
         self.write(ModelOutcome::Ok {
             digest: crate::encode::digest(text),
         });
         Ok(value)
     }
 
-    fn failed<T>(mut self, error: ModelError) -> Result<T, ModelError> {
+    pub(super) fn failed<T>(mut self, error: ModelError) -> Result<T, ModelError> {
         self.write(ModelOutcome::Failed {
             error: error.clone(),
         });
@@ -327,7 +333,7 @@ impl<'a, T: Payload> IntoFuture for Generation<'a, T> {
 
 /// The value in `text`, if it parses, matches `schema`, deserializes as `T`
 /// and passes every rule; otherwise the first stage's errors.
-fn accept<T: Payload>(
+pub(super) fn accept<T: Payload>(
     text: &str,
     schema: &serde_json::Value,
     name: &str,
@@ -371,7 +377,7 @@ fn accept<T: Payload>(
 }
 
 /// The user message that sends a rejected reply back.
-fn feedback(name: &str, error: &ModelError) -> String {
+pub(super) fn feedback(name: &str, error: &ModelError) -> String {
     let mut text = format!(
         "Your reply was not accepted ({}): {}.",
         error.kind, error.message
@@ -387,7 +393,7 @@ fn feedback(name: &str, error: &ModelError) -> String {
 }
 
 /// The error of a call whose repairs are used up: the last reply's errors.
-fn exhausted(attempts: usize, last: ModelError) -> ModelError {
+pub(super) fn exhausted(attempts: usize, last: ModelError) -> ModelError {
     ModelError::new(
         ModelErrorKind::RetriesExhausted,
         format!(
@@ -402,7 +408,7 @@ fn exhausted(attempts: usize, last: ModelError) -> ModelError {
 
 /// The `error.type` of a failed model call (a stable, low-cardinality name).
 #[cfg(feature = "tracing")]
-fn error_type(kind: ModelErrorKind) -> &'static str {
+pub(super) fn error_type(kind: ModelErrorKind) -> &'static str {
     match kind {
         ModelErrorKind::Transport => "transport",
         ModelErrorKind::Status(_) => "status",
@@ -417,6 +423,10 @@ fn error_type(kind: ModelErrorKind) -> &'static str {
         ModelErrorKind::NoModel => "no_model",
         ModelErrorKind::UnsupportedSchema => "unsupported_schema",
         ModelErrorKind::Cancelled => "cancelled",
+        ModelErrorKind::ToolNotOffered => "tool_not_offered",
+        ModelErrorKind::ToolArguments => "tool_arguments",
+        ModelErrorKind::StepLimit => "step_limit",
+        ModelErrorKind::ToolFailed => "tool_failed",
     }
 }
 

@@ -17,6 +17,7 @@ fn the_request_digest_covers_messages_schema_and_model() {
         model: None,
         messages: vec![Message::user("hello")],
         response_format: None,
+        tools: Vec::new(),
     };
     let digest = request.digest();
     assert_eq!(digest.len(), 64);
@@ -92,6 +93,7 @@ fn a_scripted_reply_estimates_its_usage() {
         model: None,
         messages: vec![Message::user("abcdefghi")],
         response_format: None,
+        tools: Vec::new(),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -11,6 +11,8 @@ mod lease_receipt;
 pub(crate) mod receipt;
 mod runtime;
 mod tool_call;
+mod tool_loop;
+mod toolset;
 mod transcript;
 pub(crate) mod witness;
 
@@ -19,4 +21,6 @@ pub use earlier::*;
 pub use generate::*;
 pub use runtime::*;
 pub use tool_call::*;
+pub use tool_loop::*;
+pub use toolset::*;
 pub use transcript::*;

@@ -72,17 +72,35 @@ pub enum ModelErrorKind {
     /// The call was cut off before it ended: its turn timed out, or the
     /// step running it was dropped (recorded, never returned).
     Cancelled,
+    /// In a tool loop: the model asked for a tool it was not offered (or
+    /// one that does not exist). Refused before anything ran, and fed back.
+    ToolNotOffered,
+    /// In a tool loop: the model's arguments for a tool are not JSON or do
+    /// not match the tool's input schema. Refused before the tool ran, and
+    /// fed back with the validator's errors.
+    ToolArguments,
+    /// In a tool loop: the model still asked for tools at its last allowed
+    /// step (`ToolLoop::max_steps`), so the loop ended without an answer.
+    StepLimit,
+    /// In a tool loop: a tool call failed under `then = abort` (an empty or
+    /// partial result, a refusal of its guard or scope, the budget): the
+    /// turn fails whatever the model would say next, so it is not asked.
+    ToolFailed,
 }
 
 impl ModelErrorKind {
     /// Whether a reply of this class is sent back to the model with its
-    /// errors: malformed JSON, a schema mismatch, a broken contract rule.
+    /// errors: malformed JSON, a schema mismatch, a broken contract rule,
+    /// and in a tool loop a request for a tool not offered or with bad
+    /// arguments.
     pub fn is_repairable(self) -> bool {
         matches!(
             self,
             ModelErrorKind::MalformedJson
                 | ModelErrorKind::SchemaMismatch
                 | ModelErrorKind::ContractRule
+                | ModelErrorKind::ToolNotOffered
+                | ModelErrorKind::ToolArguments
         )
     }
 
@@ -113,6 +131,10 @@ impl fmt::Display for ModelErrorKind {
             ModelErrorKind::NoModel => f.write_str("no model"),
             ModelErrorKind::UnsupportedSchema => f.write_str("unsupported schema"),
             ModelErrorKind::Cancelled => f.write_str("cancelled"),
+            ModelErrorKind::ToolNotOffered => f.write_str("tool not offered"),
+            ModelErrorKind::ToolArguments => f.write_str("bad tool arguments"),
+            ModelErrorKind::StepLimit => f.write_str("step limit reached"),
+            ModelErrorKind::ToolFailed => f.write_str("tool failed"),
         }
     }
 }
@@ -177,9 +199,14 @@ pub struct ModelCallRecord {
     pub model: Cow<'static, str>,
     /// The name of the schema the reply had to match (`None` for plain text).
     pub schema: Option<String>,
+    /// The tools the model was offered, by name (a tool loop,
+    /// `cx.tool_loop`; empty for `cx.generate`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
     /// The SHA-256 of the first request (see [`ModelRequest::digest`](crate::llm::ModelRequest::digest)).
     pub request_digest: String,
-    /// Every attempt, in order: the first request and each repair.
+    /// Every attempt, in order: the first request and each repair (in a
+    /// tool loop: every model step).
     pub attempts: Vec<ModelAttempt>,
     /// Tokens and cost of all attempts (charged to the run's budget).
     pub usage: Usage,
@@ -204,7 +231,61 @@ pub struct ModelAttempt {
     pub refusal: Option<String>,
     /// Tokens and cost of this attempt.
     pub usage: Usage,
-    /// Why this attempt was not accepted (`None` for the accepted one).
+    /// Why this attempt was not accepted (`None` for the accepted one, and
+    /// for a step that asked for tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ModelError>,
+    /// The tool calls the reply asked for, in order (what replay serves
+    /// with the reply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// What each asked-for call got, in the same order: the tool call made
+    /// (its index among the turn's tool calls) or the refusal fed back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<ToolAnswer>,
+}
+
+/// A tool call a model asks for: the id it gave the call, the tool's name
+/// and the arguments as the JSON text it wrote (not yet checked: it may
+/// not even be JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallRequest {
+    /// The model's id for the call (the tool result names it).
+    pub id: String,
+    /// The tool asked for.
+    pub name: String,
+    /// The arguments, as JSON text.
+    pub arguments: String,
+}
+
+impl ToolCallRequest {
+    /// A request to call `name` with `arguments` (JSON text), as call `id`.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ToolCallRequest {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+/// What a model's tool call request got in a tool loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAnswer {
+    /// The request's id.
+    pub id: String,
+    /// The index of the tool call made (among the turn's tool calls, whose
+    /// record holds the arguments and the result or the error); `None` when
+    /// the request was refused before any call was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<u32>,
+    /// Why the request was refused or the call failed, as fed back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ModelError>,
 }

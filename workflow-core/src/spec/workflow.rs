@@ -115,6 +115,11 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
     const INDEX: u16;
     /// How long the body may take.
     const TIMEOUT: Option<Duration> = None;
+    /// The model steps each tool loop of the agent's turns may take
+    /// (`#[agent(max_steps = N)]`), unless the loop sets its own
+    /// (`ToolLoop::max_steps`); `None`: the library's default,
+    /// `DEFAULT_MAX_STEPS`.
+    const MAX_STEPS: Option<u32> = None;
     /// The agent's input.
     type Input: Send;
     /// Where the agent may hand off to: an enum whose variants carry exactly

@@ -43,4 +43,5 @@ pub mod short_contract;
 pub mod stops;
 pub mod stream;
 pub mod telemetry;
+pub mod tool_loop;
 pub mod unscoped;

@@ -220,3 +220,59 @@ fn a_model_call_is_a_chat_span_in_the_agents_turn() {
         .fields;
     assert_eq!(chat["error.type"], "retries_exhausted");
 }
+
+#[test]
+fn a_tool_loop_is_a_chat_span_per_step_and_an_execute_tool_span_per_call_under_the_agent() {
+    use crate::tool_loop::{Desk, Ticket, oncall};
+    use workflow_core::llm::{ScriptedModel, ToolCallRequest};
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    let model = ScriptedModel::named("small")
+        .call_tools([
+            ToolCallRequest::new("a", "lookup_service", r#"{"name":"api"}"#),
+            ToolCallRequest::new("b", "page_oncall", r#"{"service":"api"}"#),
+        ])
+        .reply(r#"{"service":"api","paged":true}"#);
+    with_subscriber(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(
+            oncall::Workflow::new((), Desk::default())
+                .with_model(Arc::new(model))
+                .run(Ticket {
+                    text: "the api returns 502".into(),
+                    max_steps: 4,
+                }),
+        )
+        .expect("completes");
+    });
+    let spans: Vec<SpanSeen> = std::mem::take(&mut *seen.lock().unwrap())
+        .spans
+        .into_values()
+        .collect();
+    let mut chats: Vec<_> = spans.iter().filter(|s| s.name == "chat").collect();
+    chats.sort_by_key(|s| s.fields["workflow.model.step"].clone());
+    assert_eq!(chats.len(), 2, "one span per model step");
+    for chat in &chats {
+        assert_eq!(chat.parent.as_deref(), Some("invoke_agent"));
+        assert_eq!(chat.fields["otel.name"], "chat small");
+    }
+    assert_eq!(chats[0].fields["workflow.model.tool_calls"], "2");
+    assert_eq!(chats[1].fields["workflow.model.tool_calls"], "0");
+    let mut tools: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "execute_tool")
+        .map(|s| (s.parent.clone(), s.fields["gen_ai.tool.name"].clone()))
+        .collect();
+    tools.sort();
+    assert_eq!(
+        tools,
+        [
+            (Some("invoke_agent".to_owned()), "lookup_service".to_owned()),
+            (Some("invoke_agent".to_owned()), "page_oncall".to_owned()),
+        ],
+        "the calls are siblings of the steps, under the agent"
+    );
+}

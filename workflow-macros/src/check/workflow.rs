@@ -318,6 +318,9 @@ fn check_numbers(cx: &Ctxt, wf: &Workflow) {
         if let Some(t) = &a.args.timeout_ms {
             check_positive(cx, t, "timeout_ms", u64::MAX);
         }
+        if let Some(n) = &a.args.max_steps {
+            check_positive(cx, n, "max_steps", u64::from(u32::MAX));
+        }
         for t in &a.args.to {
             if let Some(b) = &t.bound {
                 check_positive(cx, b, "max", u64::from(u32::MAX));

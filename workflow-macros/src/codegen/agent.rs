@@ -178,6 +178,18 @@ pub(super) fn agent(
                 ::workflow_core::__private::Option::Some(::workflow_core::__private::Duration::from_millis(#ms));
         }
     });
+    let max_steps = a
+        .args
+        .max_steps
+        .as_ref()
+        .and_then(|n| n.get())
+        .and_then(|n| u32::try_from(n).ok())
+        .map(|n| {
+            quote! {
+                const MAX_STEPS: ::workflow_core::__private::Option<u32> =
+                    ::workflow_core::__private::Option::Some(#n);
+            }
+        });
     // An agent that receives handoffs must take one (a compile error
     // otherwise); the entry's input is checked when it happens to be one.
     let view = if has_incoming(r, index) {
@@ -261,6 +273,7 @@ pub(super) fn agent(
         impl ::workflow_core::__private::Agent<#spec> for #name::Agent {
             const INDEX: u16 = #index_u16;
             #timeout
+            #max_steps
             type Input = #input;
             type Next = #name::Next;
             #contract

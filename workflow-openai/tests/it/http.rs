@@ -33,7 +33,7 @@ pub(crate) enum Answer {
 #[derive(Debug, Clone)]
 pub(crate) struct Seen {
     pub(crate) path: String,
-    authorization: Option<String>,
+    pub(crate) authorization: Option<String>,
     pub(crate) body: Value,
 }
 

@@ -6,3 +6,4 @@
 // not dead code.
 pub mod http;
 pub mod schema_form;
+pub mod tools;

@@ -39,6 +39,7 @@ fn request<T: JsonSchema>(strict: bool) -> ModelRequest {
             schema: root_schema::<T>(),
             strict,
         }),
+        tools: Vec::new(),
     }
 }
 
