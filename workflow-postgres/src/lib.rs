@@ -60,12 +60,15 @@
 mod connection;
 mod lease;
 mod ledger;
+mod listen;
 mod queue;
 mod schema;
+mod worker;
 
 pub use ledger::PostgresLedger;
 pub use queue::{CHANNEL, Claimed, QueueCounts, Settle};
 pub use schema::SCHEMA_VERSION;
+pub use worker::{Work, Worker, WorkerEvent, WorkerSummary};
 
 /// Why a ledger could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

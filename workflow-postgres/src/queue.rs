@@ -210,6 +210,22 @@ impl PostgresLedger {
         })
     }
 
+    /// How many runs of `workflows` are queued or held: work still to do
+    /// (runs that ended or wait for a decision are not counted).
+    pub fn pending(&self, workflows: &[&str]) -> Result<u64, LedgerError> {
+        let workflows: Vec<String> = workflows.iter().map(|w| w.to_string()).collect();
+        self.conn.call(move |client| {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM workflow_queue
+                     WHERE state IN ('queued', 'claimed') AND workflow = ANY($1)",
+                    &[&workflows],
+                )
+                .map_err(storage)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
     /// The one-line outcome a worker settled run `run_id` with, if any.
     pub fn outcome(&self, run_id: u64) -> Result<Option<String>, LedgerError> {
         self.conn.call(move |client| {

@@ -7,3 +7,4 @@ mod harness;
 mod ledger;
 mod queue;
 mod schema;
+mod worker;
