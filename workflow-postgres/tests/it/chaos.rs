@@ -56,16 +56,33 @@ fn worker_process() {
         .build()
         .unwrap();
     let ledger = Arc::new(PostgresLedger::connect(&url).expect("connects"));
-    let summary = runtime
-        .block_on(
+    let concurrency = std::env::var("WORKFLOW_WORKER_CONCURRENCY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2);
+    let summary = if std::env::var_os("WORKFLOW_WORKER_DEPLOY").is_some() {
+        // The throughput test's workload: the main example, all in memory
+        // but the ledger.
+        use examples::deploy_workflow::{FakeCloud, deploy, staging_root};
+        let executor = deploy::Workflow::new(staging_root(), FakeCloud::one_page());
+        runtime.block_on(
+            Worker::new(executor, ledger, &url)
+                .concurrency(concurrency)
+                .poll(Duration::from_millis(50))
+                .until_drained()
+                .run(),
+        )
+    } else {
+        runtime.block_on(
             Worker::new(payment::Workflow::new((), provider(&dir)), ledger, &url)
-                .concurrency(2)
+                .concurrency(concurrency)
                 .lease_ttl(Duration::from_millis(LEASE_MS))
                 .poll(Duration::from_millis(100))
                 .until_drained()
                 .run(),
         )
-        .expect("runs");
+    }
+    .expect("runs");
     println!("CHAOS-SUMMARY fenced={} {summary}", summary.fenced);
 }
 
@@ -82,7 +99,15 @@ impl Dice {
 }
 
 fn spawn(url: &str, dir: &Path, stdout: Stdio) -> Child {
-    Command::new(std::env::current_exe().unwrap())
+    command(url, dir, stdout)
+        .spawn()
+        .expect("starts a worker process")
+}
+
+/// The command that runs [`worker_process`] in a process of its own.
+pub fn command(url: &str, dir: &Path, stdout: Stdio) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "--exact",
             "chaos::worker_process",
@@ -94,9 +119,8 @@ fn spawn(url: &str, dir: &Path, stdout: Stdio) -> Child {
         .env(DIR, dir)
         .env_remove("RUST_BACKTRACE")
         .stdout(stdout)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starts a worker process")
+        .stderr(Stdio::null());
+    command
 }
 
 fn signal(child: &Child, name: &str) {

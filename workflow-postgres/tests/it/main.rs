@@ -7,5 +7,6 @@ mod cluster;
 mod harness;
 mod ledger;
 mod queue;
+mod scale;
 mod schema;
 mod worker;
