@@ -357,23 +357,23 @@ impl<W: Workflow> Worker<W> {
         &self,
         claimed: Claimed,
         work: Work,
-    ) -> Pin<Box<dyn Future<Output = (u64, Ended<W>)> + '_>> {
+    ) -> Pin<Box<dyn Future<Output = (u64, Ended)> + '_>> {
         Box::pin(async move {
             let lease = claimed.lease.clone();
             let run_id = lease.run_id;
             let run = async {
                 match (work, claimed.decision) {
-                    (Work::Decide, Some(decision)) => Ended::Run(
+                    (Work::Decide, Some(decision)) => Ended::of(
                         self.executor.decide_leased(lease.clone(), decision).await,
                         true,
                     ),
                     (Work::Start, _) => match serde_json::from_str::<W::Input>(&claimed.input) {
                         Ok(input) => {
-                            Ended::Run(self.executor.run_leased(lease.clone(), input).await, false)
+                            Ended::of(self.executor.run_leased(lease.clone(), input).await, false)
                         }
                         Err(e) => Ended::BadInput(e.to_string()),
                     },
-                    _ => Ended::Run(self.executor.resume_leased(lease.clone()).await, false),
+                    _ => Ended::of(self.executor.resume_leased(lease.clone()).await, false),
                 }
             };
             tokio::pin!(run);
@@ -392,27 +392,19 @@ impl<W: Workflow> Worker<W> {
     }
 
     /// Settles a run that ended in the queue, and counts it.
-    fn settle(&self, lease: &Lease, ended: Ended<W>, summary: &mut WorkerSummary) {
+    fn settle(&self, lease: &Lease, ended: Ended, summary: &mut WorkerSummary) {
         let run_id = lease.run_id;
         let (settle, outcome) = match ended {
-            Ended::Fenced
-            | Ended::Run(
-                Err(workflow_core::Aborted {
-                    error: RunError::Ledger(LedgerError::Fenced { .. }),
-                    ..
-                }),
-                _,
-            ) => {
+            Ended::Fenced => {
                 summary.fenced += 1;
                 self.emit(&WorkerEvent::Fenced { run_id });
                 return;
             }
-            Ended::Run(Ok(Completed { transcript, .. }), _) => {
+            Ended::Run(Ok(()), _) => {
                 summary.completed += 1;
-                debug_assert_eq!(transcript.run_id(), run_id);
                 (Settle::Done, "completed".to_owned())
             }
-            Ended::Run(Err(aborted), decided) => match &aborted.error {
+            Ended::Run(Err(error), decided) => match &*error {
                 RunError::Suspended { agent, .. } => {
                     summary.suspended += 1;
                     (
@@ -459,11 +451,27 @@ impl<W: Workflow> Worker<W> {
 }
 
 /// How a driven run ended.
-enum Ended<W: Workflow> {
-    /// The executor's answer (and whether a decision was being applied).
-    Run(Result<Completed<W::Output>, workflow_core::Aborted>, bool),
+enum Ended {
+    /// Completed, or the error that stopped it (and whether a decision was
+    /// being applied).
+    Run(Result<(), Box<RunError>>, bool),
     /// Its lease was lost while it ran.
     Fenced,
     /// Its submitted input does not decode as the workflow's input.
     BadInput(String),
+}
+
+impl Ended {
+    /// The executor's answer; a commit refused for a lost lease is
+    /// `Fenced`.
+    fn of<O>(answer: Result<Completed<O>, workflow_core::Aborted>, decided: bool) -> Ended {
+        match answer {
+            Ok(_) => Ended::Run(Ok(()), decided),
+            Err(workflow_core::Aborted {
+                error: RunError::Ledger(LedgerError::Fenced { .. }),
+                ..
+            }) => Ended::Fenced,
+            Err(aborted) => Ended::Run(Err(Box::new(aborted.error)), decided),
+        }
+    }
 }

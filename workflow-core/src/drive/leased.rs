@@ -16,10 +16,12 @@ use super::Executor;
 
 impl<W: Workflow> Executor<W> {
     /// The attached ledger, or the error of a run that needs one.
-    fn ledger_for(&self, run_id: u64) -> Result<&dyn crate::ledger::Ledger, Aborted> {
-        self.ledger().ok_or_else(|| Aborted {
-            error: RunError::Resume("no ledger is attached (`Executor::with_ledger`)".into()),
-            transcript: Transcript::new(run_id, W::GRAPH),
+    fn ledger_for(&self, run_id: u64) -> Result<&dyn crate::ledger::Ledger, Box<Aborted>> {
+        self.ledger().ok_or_else(|| {
+            Box::new(Aborted {
+                error: RunError::Resume("no ledger is attached (`Executor::with_ledger`)".into()),
+                transcript: Transcript::new(run_id, W::GRAPH),
+            })
         })
     }
 
@@ -33,7 +35,7 @@ impl<W: Workflow> Executor<W> {
         lease: Lease,
         input: W::Input,
     ) -> Result<Completed<W::Output>, Aborted> {
-        let ledger = self.ledger_for(lease.run_id)?;
+        let ledger = self.ledger_for(lease.run_id).map_err(|e| *e)?;
         let mut run = Runtime::new(&self.root, &self.deps, self.limits());
         run.transcript = Transcript::new(lease.run_id, W::GRAPH);
         run.pin_root();
@@ -50,7 +52,7 @@ impl<W: Workflow> Executor<W> {
     /// not claimed again).
     pub async fn resume_leased(&self, lease: Lease) -> Result<Completed<W::Output>, Aborted> {
         let run_id = lease.run_id;
-        let ledger = self.ledger_for(run_id)?;
+        let ledger = self.ledger_for(run_id).map_err(|e| *e)?;
         let guard = LeaseGuard {
             ledger,
             lease: std::sync::Arc::new(lease),
@@ -75,7 +77,7 @@ impl<W: Workflow> Executor<W> {
         decision: Decision,
     ) -> Result<Completed<W::Output>, Aborted> {
         let run_id = lease.run_id;
-        let ledger = self.ledger_for(run_id)?;
+        let ledger = self.ledger_for(run_id).map_err(|e| *e)?;
         let guard = LeaseGuard {
             ledger,
             lease: std::sync::Arc::new(lease),
