@@ -21,6 +21,7 @@ pub mod entry;
 pub mod guards;
 pub mod journal_checked;
 pub mod layers;
+pub mod leased_runs;
 pub mod leases;
 pub mod ledger;
 pub mod models;
