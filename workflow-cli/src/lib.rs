@@ -316,8 +316,10 @@ pub fn main() -> ExitCode {
 
 /// The `workflow` command for workflow `W`, every command included:
 /// `replay` replays runs with the executor `executor` builds (at the first
-/// replay), `schema` exports and checks what `W` publishes. Call it from a
-/// small binary of your own (see the crate's documentation).
+/// replay), `schema` exports and checks what `W` publishes, and (feature
+/// `postgres`) `submit` queues runs of `W` and `worker` drives them with an
+/// executor `executor` builds — whose dependencies a worker really calls.
+/// Call it from a small binary of your own (see the crate's documentation).
 pub fn main_for<W: Workflow>(executor: impl Fn() -> Executor<W>) -> ExitCode {
     ExitCode::from(run_for(
         std::env::args_os(),
