@@ -50,10 +50,12 @@ fn throughput_with_1_2_and_4_workers_and_claims_with_10000_queued() {
             .map(|run| ledger.records(run).unwrap().len())
             .sum();
         assert_eq!(ledger.queue_counts().unwrap().done, runs);
+        let claims = &cluster.rows(&name, "SELECT sum(token) FROM workflow_leases")[0][0];
         println!(
-            "scale: {workers} worker process(es) x 4 runs at once: {runs} runs in {elapsed:.2} s = {:.0} runs/s, {:.0} transitions/s",
+            "scale: {workers} worker process(es) x 4 runs at once: {runs} runs in {elapsed:.2} s = {:.0} runs/s, {:.0} transitions/s ({} claims)",
             runs as f64 / elapsed,
-            transitions as f64 / elapsed
+            transitions as f64 / elapsed,
+            claims.as_deref().unwrap_or("0")
         );
     }
 
