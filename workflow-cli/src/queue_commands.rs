@@ -303,6 +303,8 @@ mod disabled {
         Err(unsupported())
     }
 
+    // The same signature as with the feature: `W` is the caller's.
+    #[allow(clippy::extra_unused_type_parameters)]
     pub(crate) fn submit<W: Workflow>(
         _: &str,
         _: &str,
