@@ -392,7 +392,10 @@ pub(crate) fn run(
         Command::Replay { .. }
         | Command::Schema { .. }
         | Command::Keygen { .. }
-        | Command::Checkpoint { .. } => Err(BadInput(
+        | Command::Checkpoint { .. }
+        | Command::Submit { .. }
+        | Command::Worker { .. }
+        | Command::Decide { .. } => Err(BadInput(
             "this command is not a ledger command (a bug: please report it)".into(),
         )),
     }

@@ -49,6 +49,7 @@ use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
 mod checkpoint_commands;
 mod ledger_commands;
 mod model_loop;
+mod queue_commands;
 mod workflow_commands;
 
 /// The exit codes.
@@ -147,6 +148,58 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Submits runs of this binary's workflow to a PostgreSQL ledger's
+    /// queue (`--ledger postgres://...`), for workers to claim; prints each
+    /// run id. Needs a binary built with `workflow_cli::main_for`.
+    Submit {
+        /// The run's input as JSON: a file, or `-` for standard input.
+        input: PathBuf,
+        /// The first run id (drawn from the clock by default).
+        #[arg(long)]
+        run: Option<u64>,
+        /// How many runs of this input, with consecutive ids.
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
+    /// Claims and drives queued runs of this binary's workflow from a
+    /// PostgreSQL ledger (`--ledger postgres://...`) until SIGINT or
+    /// SIGTERM: progress on standard error, a summary on exit. Runs it
+    /// holds at the stop finish for 10 s, then are handed back. Needs a
+    /// binary built with `workflow_cli::main_for`, whose executor has the
+    /// real dependencies.
+    Worker {
+        /// Runs driven at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// How long a claim holds a run without a heartbeat, in ms (a dead
+        /// worker's runs wait this long before another takes them over).
+        #[arg(long, default_value_t = 30_000)]
+        lease_ttl_ms: u64,
+        /// Stops once no run of the workflow is queued or held.
+        #[arg(long)]
+        until_drained: bool,
+        /// Only the summary, no line per run.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Queues a person's decision on a suspended run of a PostgreSQL
+    /// ledger (`--ledger postgres://...`): a worker wakes and applies it.
+    Decide {
+        /// The run id.
+        run: u64,
+        /// Who decides.
+        #[arg(long)]
+        by: String,
+        /// Deliver the transfer as it is.
+        #[arg(long)]
+        approve: bool,
+        /// Stop the run with this reason.
+        #[arg(long)]
+        reject: Option<String>,
+        /// Deliver this payload (a JSON file, or `-`) instead.
+        #[arg(long)]
+        edit: Option<PathBuf>,
+    },
     /// Exports or checks the published schemas, manifest, tool definitions
     /// and diagram of this binary's workflow. Needs a binary built with
     /// `workflow_cli::main_for`.
@@ -182,6 +235,22 @@ pub(crate) trait KnownWorkflow {
     fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError>;
     /// What the workflow publishes.
     fn publication(&self) -> Publication;
+    /// Submits runs of the workflow to the queue at `url`.
+    fn submit(
+        &self,
+        url: &str,
+        input: &str,
+        first: Option<u64>,
+        count: u64,
+        out: &mut dyn Write,
+    ) -> Result<bool, BadInput>;
+    /// Runs a worker on the queue at `url`.
+    fn work(
+        &self,
+        url: &str,
+        options: &queue_commands::WorkerOptions,
+        err: &mut dyn Write,
+    ) -> Result<bool, BadInput>;
 }
 
 /// Workflow `W`, its executor built at the first replay.
@@ -214,6 +283,26 @@ impl<W: Workflow, F: Fn() -> Executor<W>> KnownWorkflow for Known<W, F> {
     fn publication(&self) -> Publication {
         Publication::of::<W>()
     }
+
+    fn submit(
+        &self,
+        url: &str,
+        input: &str,
+        first: Option<u64>,
+        count: u64,
+        out: &mut dyn Write,
+    ) -> Result<bool, BadInput> {
+        queue_commands::submit::<W>(url, input, first, count, out)
+    }
+
+    fn work(
+        &self,
+        url: &str,
+        options: &queue_commands::WorkerOptions,
+        err: &mut dyn Write,
+    ) -> Result<bool, BadInput> {
+        queue_commands::work(url, (self.make)(), options, err)
+    }
 }
 
 /// The `workflow` command without a workflow: `runs`, `show`, `verify`,
@@ -228,8 +317,10 @@ pub fn main() -> ExitCode {
 
 /// The `workflow` command for workflow `W`, every command included:
 /// `replay` replays runs with the executor `executor` builds (at the first
-/// replay), `schema` exports and checks what `W` publishes. Call it from a
-/// small binary of your own (see the crate's documentation).
+/// replay), `schema` exports and checks what `W` publishes, and (feature
+/// `postgres`) `submit` queues runs of `W` and `worker` drives them with an
+/// executor `executor` builds — whose dependencies a worker really calls.
+/// Call it from a small binary of your own (see the crate's documentation).
 pub fn main_for<W: Workflow>(executor: impl Fn() -> Executor<W>) -> ExitCode {
     ExitCode::from(run_for(
         std::env::args_os(),
@@ -300,6 +391,36 @@ where
         Command::Schema { action } => needs(workflow, "schema").and_then(|w| match action {
             SchemaAction::Export { dir } => workflow_commands::schema_export(w, &dir, out),
             SchemaAction::Check { dir } => workflow_commands::schema_check(w, &dir, out),
+        }),
+        Command::Submit { input, run, count } => needs(workflow, "submit").and_then(|w| {
+            let url = queue_commands::url(&cli.ledger, "submit")?;
+            let input = queue_commands::read_input(&input)?;
+            w.submit(&url, &input, run, count, out)
+        }),
+        Command::Worker {
+            concurrency,
+            lease_ttl_ms,
+            until_drained,
+            quiet,
+        } => needs(workflow, "worker").and_then(|w| {
+            let url = queue_commands::url(&cli.ledger, "worker")?;
+            let options = queue_commands::WorkerOptions {
+                concurrency,
+                lease_ttl_ms,
+                until_drained,
+                quiet,
+            };
+            w.work(&url, &options, err)
+        }),
+        Command::Decide {
+            run,
+            by,
+            approve,
+            reject,
+            edit,
+        } => queue_commands::url(&cli.ledger, "decide").and_then(|url| {
+            let decision = queue_commands::decision(by, approve, reject, edit.as_deref())?;
+            queue_commands::decide(&url, run, &decision, out)
         }),
         Command::Keygen { out: path } => checkpoint_commands::keygen(&path, out),
         Command::Checkpoint { key, out: path } => {

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord};
 
-use postgres::Transaction;
-use workflow_core::ledger::JournalEntry;
+use workflow_core::ledger::{JournalEntry, Lease, LeaseRow};
 
 use crate::OpenError;
 use crate::connection::{Connection, describe};
+use crate::lease;
 use crate::schema::{self, Mode};
 
 /// Records, heads and the tool-call journal in a PostgreSQL database.
@@ -138,6 +138,70 @@ impl Ledger for PostgresLedger {
         append_tool_call(&self.conn, run_id, turn_seq, call, None)
     }
 
+    fn claim(
+        &self,
+        run_id: u64,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Lease, LedgerError> {
+        let holder = holder.to_owned();
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            let lease = lease::claim(&mut tx, run_id, &holder, ttl_ms)?;
+            tx.commit().map_err(storage)?;
+            Ok(lease)
+        })
+    }
+
+    fn append_leased(&self, record: &LedgerRecord, lease: &Lease) -> Result<(), LedgerError> {
+        append(&self.conn, record, Some(lease.clone()))
+    }
+
+    fn append_tool_call_leased(
+        &self,
+        run_id: u64,
+        turn_seq: u32,
+        call: &JournalEntry,
+        lease: &Lease,
+    ) -> Result<(), LedgerError> {
+        append_tool_call(&self.conn, run_id, turn_seq, call, Some(lease.clone()))
+    }
+
+    fn renew(&self, lease: &Lease) -> Result<(), LedgerError> {
+        let lease = lease.clone();
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            lease::renew(&mut tx, &lease)?;
+            tx.commit().map_err(storage)
+        })
+    }
+
+    fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
+        let lease = lease.clone();
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            lease::release(&mut tx, &lease)?;
+            tx.commit().map_err(storage)
+        })
+    }
+
+    fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
+        self.conn.call(move |client| {
+            let row = client
+                .query_opt(
+                    "SELECT holder, token, expires_at_ms FROM workflow_leases WHERE run_id = $1",
+                    &[&id(run_id)],
+                )
+                .map_err(storage)?;
+            Ok(row.map(|row| LeaseRow {
+                holder: row.get(0),
+                token: row.get::<_, i64>(1) as u64,
+                expires_at_ms: row.get::<_, i64>(2) as u64,
+            }))
+        })
+    }
+
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         self.conn.call(move |client| {
             let rows = client
@@ -162,45 +226,19 @@ impl Ledger for PostgresLedger {
     }
 }
 
-/// Refuses the write of `tx` when `run_id`'s fencing token is no longer
-/// `token` (another holder claimed the run since). The queue row is locked
-/// (`FOR SHARE`) until the transaction ends, so no claim can slip in
-/// between the check and the commit.
-pub(crate) fn check_token(
-    tx: &mut Transaction<'_>,
-    run_id: u64,
-    token: u64,
-) -> Result<(), LedgerError> {
-    let row = tx
-        .query_opt(
-            "SELECT token FROM workflow_queue WHERE run_id = $1 FOR SHARE",
-            &[&id(run_id)],
-        )
-        .map_err(storage)?;
-    let current = row.map_or(0, |row| row.get::<_, i64>(0) as u64);
-    if current != token {
-        return Err(LedgerError::Fenced {
-            run_id,
-            token,
-            current,
-        });
-    }
-    Ok(())
-}
-
-/// Appends `record` and moves its run's head in one transaction; with a
-/// `fence` token, only while the run's token is still that one.
+/// Appends `record` and moves its run's head in one transaction; under a
+/// `fence` lease, only while that lease still holds the run (renewing it).
 pub(crate) fn append(
     conn: &Connection,
     record: &LedgerRecord,
-    fence: Option<u64>,
+    fence: Option<Lease>,
 ) -> Result<(), LedgerError> {
     let json = serde_json::to_string(record).map_err(unencodable)?;
     let (run_id, record_seq, hash) = (record.run_id, record.seq, record.hash.clone());
     conn.call(move |client| {
         let mut tx = client.transaction().map_err(storage)?;
-        if let Some(token) = fence {
-            check_token(&mut tx, run_id, token)?;
+        if let Some(lease) = &fence {
+            lease::check_write(&mut tx, run_id, lease)?;
         }
         let inserted = tx
             .execute(
@@ -226,21 +264,21 @@ pub(crate) fn append(
     })
 }
 
-/// Journals `call`; with a `fence` token, only while the run's token is
-/// still that one.
+/// Journals `call`; under a `fence` lease, only while that lease still
+/// holds the run (renewing it).
 pub(crate) fn append_tool_call(
     conn: &Connection,
     run_id: u64,
     turn_seq: u32,
     call: &JournalEntry,
-    fence: Option<u64>,
+    fence: Option<Lease>,
 ) -> Result<(), LedgerError> {
     let json = serde_json::to_string(call).map_err(unencodable)?;
     let index = call.call.index;
     conn.call(move |client| {
         let mut tx = client.transaction().map_err(storage)?;
-        if let Some(token) = fence {
-            check_token(&mut tx, run_id, token)?;
+        if let Some(lease) = &fence {
+            lease::check_write(&mut tx, run_id, lease)?;
         }
         tx.execute(
             "INSERT INTO workflow_tool_calls (run_id, turn_seq, idx, call)

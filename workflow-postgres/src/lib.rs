@@ -31,7 +31,19 @@
 //! runtime lives. `sqlx` was not chosen: it is async only (the same thread
 //! would be needed) and much heavier to build; `deadpool-postgres` pools
 //! async connections, which one sequential ledger connection does not need
-//! (run several ledgers, or the work queue to come, for parallel commits).
+//! (run several ledgers for parallel commits).
+//!
+//! # Leases and the work queue
+//!
+//! A run's lease and fencing token mean what they mean everywhere in
+//! `workflow-core` ([`Lease`](workflow_core::ledger::Lease)): the ledger
+//! implements `claim`, `append_leased`, `append_tool_call_leased`, `renew`
+//! and `release` with core's own rules (`decide_claim`, `decide_write`)
+//! over a `workflow_leases` row locked in each transaction, on the server's
+//! clock. The work queue ([`PostgresLedger::submit`],
+//! [`claim_next`](PostgresLedger::claim_next),
+//! [`settle`](PostgresLedger::settle), [`decide`](PostgresLedger::decide))
+//! hands out those same leases.
 //!
 //! # Schema
 //!
@@ -46,13 +58,17 @@
 //! session refuses writes.
 
 mod connection;
+mod lease;
 mod ledger;
+mod listen;
 mod queue;
 mod schema;
+mod worker;
 
 pub use ledger::PostgresLedger;
-pub use queue::{FencedLedger, Lease};
+pub use queue::{CHANNEL, Claimed, QueueCounts, Settle};
 pub use schema::SCHEMA_VERSION;
+pub use worker::{Work, Worker, WorkerEvent, WorkerSummary};
 
 /// Why a ledger could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

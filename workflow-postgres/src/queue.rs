@@ -1,234 +1,298 @@
-//! The work queue (groundwork of issue 17, part 2): runs submitted to the
-//! database, claimed by workers with `SELECT ... FOR UPDATE SKIP LOCKED`,
-//! each claim a lease with a fencing token that every write made under it
-//! checks in its own transaction.
+//! The work queue: runs submitted to the database, claimed by workers with
+//! `SELECT ... FOR UPDATE SKIP LOCKED`. A claim is the run's lease, taken
+//! by `workflow-core`'s rule ([`decide_claim`](workflow_core::ledger::decide_claim))
+//! in the claim's transaction: the same lease, and the same fencing token,
+//! that every commit of the run is then checked against
+//! ([`Ledger::append_leased`](workflow_core::ledger::Ledger::append_leased)).
+//! Submissions, hand-backs and decisions are announced on the channel
+//! [`CHANNEL`] (`NOTIFY`), which idle workers `LISTEN` to.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::Client;
-use workflow_core::ledger::JournalEntry;
-use workflow_core::ledger::{Ledger, LedgerError, LedgerRecord};
+use workflow_core::Decision;
+use workflow_core::ledger::{Lease, LedgerError};
 
-use crate::connection::Connection;
-use crate::ledger::{self, PostgresLedger, id, storage};
+use crate::lease;
+use crate::ledger::{PostgresLedger, id, storage, unencodable};
 
-/// A claim on a run: held by `holder` until it expires, unless renewed
-/// ([`PostgresLedger::heartbeat`]). A later claim of the same run (after
-/// expiry) takes a higher `token`, and from then on every write made under
-/// this lease is refused with [`LedgerError::Fenced`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    /// The run.
-    pub run_id: u64,
+/// The `LISTEN`/`NOTIFY` channel a run that can be claimed is announced on
+/// (its run id as the payload).
+pub const CHANNEL: &str = "workflow_queue";
+
+/// A run taken from the queue: its lease and what to do with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The lease the run is now held under (its run id, holder, fencing
+    /// token and term).
+    pub lease: Lease,
     /// The workflow it was submitted for.
     pub workflow: String,
     /// Its input, as submitted (JSON text).
     pub input: String,
-    /// Who holds it (a worker's name).
-    pub holder: String,
-    /// The fencing token: increases with every claim of the run.
-    pub token: u64,
+    /// A person's decision waiting to be applied (the run was suspended).
+    pub decision: Option<Decision>,
 }
 
-/// The `Ledger` a worker runs a claimed run with: reads as the ledger does;
-/// every append and journal entry commits only while the lease's token is
-/// still the run's (checked inside the write's transaction, the queue row
-/// locked until it commits).
-pub struct FencedLedger {
-    conn: Arc<Connection>,
-    lease: Lease,
+/// Where a claimed run stands once its holder is done with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// It ended (completed or stopped): never claimed again.
+    Done,
+    /// It waits for a person's decision ([`PostgresLedger::decide`]).
+    Suspended,
+    /// Handed back unfinished (a worker shutting down): claimable at once.
+    Queued,
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The error for a write under `token` that matched no row: the run's token
-/// moved on (or the run is not in the queue: token 0).
-fn fenced(client: &mut Client, run_id: u64, token: u64) -> LedgerError {
-    match client.query_opt(
-        "SELECT token FROM workflow_queue WHERE run_id = $1",
-        &[&id(run_id)],
-    ) {
-        Ok(row) => LedgerError::Fenced {
-            run_id,
-            token,
-            current: row.map_or(0, |row| row.get::<_, i64>(0) as u64),
-        },
-        Err(e) => storage(e),
+impl Settle {
+    fn state(self) -> &'static str {
+        match self {
+            Settle::Done => "done",
+            Settle::Suspended => "suspended",
+            Settle::Queued => "queued",
+        }
     }
+}
+
+/// How many runs of the queue stand where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Waiting to be claimed (new, handed back, or decided).
+    pub queued: u64,
+    /// Held by a worker (or by one that died, until its lease expires).
+    pub claimed: u64,
+    /// Waiting for a person's decision.
+    pub suspended: u64,
+    /// Ended.
+    pub done: u64,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl PostgresLedger {
     /// Submits run `run_id` of `workflow` with its `input` (JSON text) to
-    /// the queue: `Ok(false)` when that run was already submitted (nothing
-    /// changes).
+    /// the queue and announces it: `Ok(false)` when that run was already
+    /// submitted (nothing changes).
     pub fn submit(&self, run_id: u64, workflow: &str, input: &str) -> Result<bool, LedgerError> {
         let (workflow, input) = (workflow.to_string(), input.to_string());
         self.conn.call(move |client| {
-            let inserted = client
+            let mut tx = client.transaction().map_err(storage)?;
+            let inserted = tx
                 .execute(
                     "INSERT INTO workflow_queue (run_id, workflow, input) VALUES ($1, $2, $3)
                      ON CONFLICT (run_id) DO NOTHING",
                     &[&id(run_id), &workflow, &input],
                 )
                 .map_err(storage)?;
+            if inserted == 1 {
+                notify(&mut tx, run_id)?;
+            }
+            tx.commit().map_err(storage)?;
             Ok(inserted == 1)
         })
     }
 
-    /// Claims the oldest run that is queued or whose lease has expired, for
-    /// `holder`, until `lease` from now (the server's clock): its next
-    /// fencing token. Claimers at the same moment skip each other's rows
-    /// (`FOR UPDATE SKIP LOCKED`): a run is never claimed twice at once.
+    /// Claims the oldest run of one of `workflows` that is queued, or held
+    /// under a lease that has expired (its worker died or stalled), for
+    /// `holder` for `ttl`: the run's next lease. Claimers at the same
+    /// moment skip each other's rows (`FOR UPDATE SKIP LOCKED`), and the
+    /// lease is taken in the same transaction: a run is never held twice.
     /// `None` when nothing is claimable.
-    pub fn claim(&self, holder: &str, lease: Duration) -> Result<Option<Lease>, LedgerError> {
+    pub fn claim_next(
+        &self,
+        workflows: &[&str],
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Option<Claimed>, LedgerError> {
+        let workflows: Vec<String> = workflows.iter().map(|w| w.to_string()).collect();
         let holder = holder.to_string();
+        let ttl_ms = millis(ttl);
+        self.conn.call(move |client| {
+            // A run another claimer took between this one's snapshot and its
+            // row lock still matches the query once locked (its queue row is
+            // re-read, its lease row is not), and its lease then refuses the
+            // claim: look again, in a new snapshot that sees that lease.
+            for _ in 0..16 {
+                match claim_one(client, &workflows, &holder, ttl_ms) {
+                    Err(LedgerError::Claimed { .. }) => continue,
+                    other => return other,
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// Settles the run of `lease` (done, suspended, or handed back) with a
+    /// one-line `outcome`, and releases the lease, if the lease still holds
+    /// the run: [`LedgerError::Fenced`] when it was taken over (nothing
+    /// changes). A decision that was applied is cleared; a run handed back
+    /// keeps it, and is announced.
+    pub fn settle(&self, lease: &Lease, settle: Settle, outcome: &str) -> Result<(), LedgerError> {
+        let (lease, outcome) = (lease.clone(), outcome.to_string());
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            let (row, _) = lease::lock(&mut tx, lease.run_id)?;
+            let current = row.map_or(0, |row| row.token);
+            if current != lease.token {
+                return Err(LedgerError::Fenced {
+                    run_id: lease.run_id,
+                    token: lease.token,
+                    current,
+                });
+            }
+            let updated = tx
+                .execute(
+                    "UPDATE workflow_queue SET state = $2, outcome = $3,
+                         decision = CASE WHEN $2 = 'queued' THEN decision END
+                     WHERE run_id = $1",
+                    &[&id(lease.run_id), &settle.state(), &outcome],
+                )
+                .map_err(storage)?;
+            if updated == 0 {
+                return Err(LedgerError::Storage(format!(
+                    "run {} is not in the queue",
+                    lease.run_id
+                )));
+            }
+            lease::release(&mut tx, &lease)?;
+            if settle == Settle::Queued {
+                notify(&mut tx, lease.run_id)?;
+            }
+            tx.commit().map_err(storage)
+        })
+    }
+
+    /// Queues a person's `decision` on suspended run `run_id`, for a worker
+    /// to apply, and announces it: `Ok(false)` when the run is not
+    /// suspended in the queue or already has a decision waiting (nothing
+    /// changes).
+    pub fn decide(&self, run_id: u64, decision: &Decision) -> Result<bool, LedgerError> {
+        let json = serde_json::to_string(decision).map_err(unencodable)?;
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            let updated = tx
+                .execute(
+                    "UPDATE workflow_queue SET state = 'queued', decision = $2
+                     WHERE run_id = $1 AND state = 'suspended' AND decision IS NULL",
+                    &[&id(run_id), &json],
+                )
+                .map_err(storage)?;
+            if updated == 1 {
+                notify(&mut tx, run_id)?;
+            }
+            tx.commit().map_err(storage)?;
+            Ok(updated == 1)
+        })
+    }
+
+    /// How many runs of the queue stand where.
+    pub fn queue_counts(&self) -> Result<QueueCounts, LedgerError> {
+        self.conn.call(|client| {
+            let rows = client
+                .query(
+                    "SELECT state, count(*) FROM workflow_queue GROUP BY state",
+                    &[],
+                )
+                .map_err(storage)?;
+            let mut counts = QueueCounts::default();
+            for row in rows {
+                let n = row.get::<_, i64>(1) as u64;
+                match row.get::<_, &str>(0) {
+                    "queued" => counts.queued = n,
+                    "claimed" => counts.claimed = n,
+                    "suspended" => counts.suspended = n,
+                    _ => counts.done = n,
+                }
+            }
+            Ok(counts)
+        })
+    }
+
+    /// How many runs of `workflows` are queued or held: work still to do
+    /// (runs that ended or wait for a decision are not counted).
+    pub fn pending(&self, workflows: &[&str]) -> Result<u64, LedgerError> {
+        let workflows: Vec<String> = workflows.iter().map(|w| w.to_string()).collect();
+        self.conn.call(move |client| {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM workflow_queue
+                     WHERE state IN ('queued', 'claimed') AND workflow = ANY($1)",
+                    &[&workflows],
+                )
+                .map_err(storage)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    /// The one-line outcome a worker settled run `run_id` with, if any.
+    pub fn outcome(&self, run_id: u64) -> Result<Option<String>, LedgerError> {
         self.conn.call(move |client| {
             let row = client
                 .query_opt(
-                    "UPDATE workflow_queue q
-                     SET state = 'claimed', holder = $1, token = q.token + 1,
-                         lease_until = clock_timestamp() + $2::bigint * interval '1 millisecond'
-                     WHERE q.run_id = (
-                         SELECT run_id FROM workflow_queue
-                         WHERE state = 'queued'
-                            OR (state = 'claimed' AND lease_until < clock_timestamp())
-                         ORDER BY submitted_at, run_id
-                         LIMIT 1
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING q.run_id, q.workflow, q.input, q.token",
-                    &[&holder, &millis(lease)],
+                    "SELECT outcome FROM workflow_queue WHERE run_id = $1",
+                    &[&id(run_id)],
                 )
                 .map_err(storage)?;
-            Ok(row.map(|row| Lease {
-                run_id: row.get::<_, i64>(0) as u64,
-                workflow: row.get(1),
-                input: row.get(2),
-                holder,
-                token: row.get::<_, i64>(3) as u64,
-            }))
+            Ok(row.and_then(|row| row.get(0)))
         })
-    }
-
-    /// Renews `lease` until `extend` from now; [`LedgerError::Fenced`] when
-    /// the run was claimed by someone else since (or finished).
-    pub fn heartbeat(&self, lease: &Lease, extend: Duration) -> Result<(), LedgerError> {
-        let (run_id, token) = (lease.run_id, lease.token);
-        self.conn.call(move |client| {
-            let updated = client
-                .execute(
-                    "UPDATE workflow_queue
-                     SET lease_until = clock_timestamp() + $3::bigint * interval '1 millisecond'
-                     WHERE run_id = $1 AND token = $2 AND state = 'claimed'",
-                    &[&id(run_id), &(token as i64), &millis(extend)],
-                )
-                .map_err(storage)?;
-            if updated == 1 {
-                Ok(())
-            } else {
-                Err(fenced(client, run_id, token))
-            }
-        })
-    }
-
-    /// Marks the run of `lease` done (never claimed again), if the lease
-    /// still holds it.
-    pub fn finish(&self, lease: &Lease) -> Result<(), LedgerError> {
-        self.settle(lease, "done")
-    }
-
-    /// Hands the run of `lease` back to the queue (a worker shutting
-    /// down), if the lease still holds it.
-    pub fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
-        self.settle(lease, "queued")
-    }
-
-    fn settle(&self, lease: &Lease, state: &'static str) -> Result<(), LedgerError> {
-        let (run_id, token) = (lease.run_id, lease.token);
-        self.conn.call(move |client| {
-            let updated = client
-                .execute(
-                    "UPDATE workflow_queue SET state = $3, holder = NULL, lease_until = NULL
-                     WHERE run_id = $1 AND token = $2 AND state = 'claimed'",
-                    &[&id(run_id), &(token as i64), &state],
-                )
-                .map_err(storage)?;
-            if updated == 1 {
-                Ok(())
-            } else {
-                Err(fenced(client, run_id, token))
-            }
-        })
-    }
-
-    /// The ledger to run the run of `lease` with: its writes are fenced by
-    /// the lease's token. It shares this ledger's connection.
-    pub fn fenced(&self, lease: Lease) -> FencedLedger {
-        FencedLedger {
-            conn: self.conn.clone(),
-            lease,
-        }
     }
 }
 
-impl FencedLedger {
-    /// The lease its writes are made under.
-    pub fn lease(&self) -> &Lease {
-        &self.lease
-    }
-
-    fn reader(&self) -> PostgresLedger {
-        PostgresLedger {
-            conn: self.conn.clone(),
-        }
-    }
-
-    /// Refuses a write to another run than the lease's: the lease fences
-    /// only its own run.
-    fn own(&self, run_id: u64) -> Result<(), LedgerError> {
-        if run_id == self.lease.run_id {
-            Ok(())
-        } else {
-            Err(LedgerError::Fenced {
-                run_id,
-                token: self.lease.token,
-                current: 0,
+/// One attempt of [`PostgresLedger::claim_next`], in its own transaction.
+fn claim_one(
+    client: &mut postgres::Client,
+    workflows: &[String],
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<Option<Claimed>, LedgerError> {
+    let mut tx = client.transaction().map_err(storage)?;
+    let row = tx
+        .query_opt(
+            "SELECT q.run_id, q.workflow, q.input, q.decision
+             FROM workflow_queue q
+             LEFT JOIN workflow_leases l ON l.run_id = q.run_id
+             WHERE q.state IN ('queued', 'claimed') AND q.workflow = ANY($1)
+               AND (l.run_id IS NULL OR l.expires_at_ms
+                    <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+             ORDER BY q.submitted_at, q.run_id
+             LIMIT 1
+             FOR UPDATE OF q SKIP LOCKED",
+            &[&workflows],
+        )
+        .map_err(storage)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let run_id = row.get::<_, i64>(0) as u64;
+    let decision = row
+        .get::<_, Option<String>>(3)
+        .map(|json| {
+            serde_json::from_str::<Decision>(&json).map_err(|e| {
+                LedgerError::Corrupt(format!("run {run_id}: the queued decision: {e}"))
             })
-        }
-    }
+        })
+        .transpose()?;
+    // Dropping the transaction on an error rolls it back.
+    let lease = lease::claim(&mut tx, run_id, holder, ttl_ms)?;
+    tx.execute(
+        "UPDATE workflow_queue SET state = 'claimed' WHERE run_id = $1",
+        &[&id(run_id)],
+    )
+    .map_err(storage)?;
+    tx.commit().map_err(storage)?;
+    Ok(Some(Claimed {
+        lease,
+        workflow: row.get(1),
+        input: row.get(2),
+        decision,
+    }))
 }
 
-impl Ledger for FencedLedger {
-    fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
-        self.own(record.run_id)?;
-        ledger::append(&self.conn, record, Some(self.lease.token))
-    }
-
-    fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError> {
-        self.reader().records(run_id)
-    }
-
-    fn runs(&self) -> Result<Vec<u64>, LedgerError> {
-        self.reader().runs()
-    }
-
-    fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError> {
-        self.reader().head(run_id)
-    }
-
-    fn append_tool_call(
-        &self,
-        run_id: u64,
-        turn_seq: u32,
-        call: &JournalEntry,
-    ) -> Result<(), LedgerError> {
-        self.own(run_id)?;
-        ledger::append_tool_call(&self.conn, run_id, turn_seq, call, Some(self.lease.token))
-    }
-
-    fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
-        self.reader().tool_calls(run_id, turn_seq)
-    }
+/// Announces `run_id` on [`CHANNEL`] when `tx` commits.
+fn notify(tx: &mut postgres::Transaction<'_>, run_id: u64) -> Result<(), LedgerError> {
+    tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &run_id.to_string()])
+        .map_err(storage)?;
+    Ok(())
 }

@@ -6,7 +6,7 @@ use crate::OpenError;
 use crate::connection::describe;
 
 /// The schema version this library writes, and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` takes a database from version `i` to version `i + 1`
 /// (version 0: no ledger tables at all).
@@ -49,6 +49,31 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE INDEX workflow_queue_claimable
          ON workflow_queue (submitted_at, run_id) WHERE state <> 'done';",
+    // 3: one meaning of a lease. The leases move to `workflow_leases`, the
+    // row `workflow-core`'s rules decide on (`decide_claim`,
+    // `decide_write`), for runs claimed from the queue and runs resumed by
+    // hand alike; the queue keeps what to run and where the run stands
+    // (`suspended`: waiting for a decision, which is stored with it until a
+    // worker applies it; `outcome`: how it ended).
+    "CREATE TABLE workflow_leases (
+         run_id BIGINT PRIMARY KEY,
+         holder TEXT NOT NULL,
+         token BIGINT NOT NULL,
+         expires_at_ms BIGINT NOT NULL
+     );
+     INSERT INTO workflow_leases (run_id, holder, token, expires_at_ms)
+         SELECT run_id, COALESCE(holder, ''), token,
+                COALESCE((extract(epoch FROM lease_until) * 1000)::bigint, 0)
+         FROM workflow_queue WHERE token > 0;
+     ALTER TABLE workflow_queue
+         DROP CONSTRAINT workflow_queue_state_check,
+         DROP COLUMN holder,
+         DROP COLUMN token,
+         DROP COLUMN lease_until,
+         ADD COLUMN decision TEXT,
+         ADD COLUMN outcome TEXT,
+         ADD CONSTRAINT workflow_queue_state_check
+             CHECK (state IN ('queued', 'claimed', 'suspended', 'done'));",
 ];
 
 /// The tables the migrations create, besides the version table: found
@@ -58,6 +83,7 @@ const TABLES: &[&str] = &[
     "workflow_heads",
     "workflow_tool_calls",
     "workflow_queue",
+    "workflow_leases",
 ];
 
 /// Serializes the check among processes connecting at once

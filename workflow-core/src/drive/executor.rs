@@ -384,7 +384,7 @@ impl<W: Workflow> Executor<W> {
     /// The records of `run_id`, verified (the records, and the tool-call
     /// journal against them): `RunError::Journal` for a journal that was
     /// tampered with, `RunError::Resume` for anything else.
-    fn verified_records(
+    pub(super) fn verified_records(
         &self,
         ledger: &dyn crate::ledger::Ledger,
         run_id: u64,
@@ -430,7 +430,7 @@ impl<W: Workflow> Executor<W> {
 
     /// Rebuilds run `run_id` from its verified `records` and carries it on
     /// (with a person's decision when it is suspended).
-    async fn carry_on<'a>(
+    pub(super) async fn carry_on<'a>(
         &'a self,
         ledger: &'a dyn crate::ledger::Ledger,
         lease: Option<crate::ledger::LeaseGuard<'a>>,

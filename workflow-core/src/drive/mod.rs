@@ -4,6 +4,7 @@
 
 mod escalation;
 mod executor;
+mod leased;
 mod outcome;
 mod replay;
 mod session;

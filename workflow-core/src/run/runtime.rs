@@ -166,7 +166,17 @@ fn clock() -> &'static quanta::Clock {
 
 impl<'x, W: Workflow> Runtime<'x, W> {
     pub(crate) fn new(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
-        let run_id = next_run_id();
+        Runtime::numbered(root, deps, limits, next_run_id())
+    }
+
+    /// A new run with id `run_id` (one submitted to a work queue, or one
+    /// carried on from its records).
+    pub(crate) fn numbered(
+        root: &'x W::Root,
+        deps: &'x W::Deps,
+        limits: Limits<'x>,
+        run_id: u64,
+    ) -> Self {
         Runtime {
             root,
             deps,
@@ -261,15 +271,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         run_id: u64,
         records: &[crate::ledger::LedgerRecord],
     ) -> Result<Self, String> {
-        let mut run = Runtime::new(
+        let mut run = Runtime::numbered(
             root,
             deps,
             Limits {
                 ledger: Some(ledger),
                 ..limits
             },
+            run_id,
         );
-        run.transcript = Transcript::new(run_id, W::GRAPH);
         // The root the run was pinned to stays in its header (the caller
         // checked that this executor holds the same).
         run.transcript.root = records.first().and_then(|r| r.root.clone());
@@ -347,9 +357,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let log = crate::run::EarlierLog::of_transcript(&run.transcript);
         run.logged_turns = log.turn_count();
         *run.shared.earlier() = log;
-        // The run's id and the time it had run before are known now: the
-        // shared state takes them (nothing else holds it yet, but a new one
-        // is made rather than assumed).
+        // The time the run had run before is known now: the shared state
+        // takes the deadline it leaves (nothing else holds it yet, but a new
+        // one is made rather than assumed).
         let recorded = None;
         let lease = run.lease.as_ref().map(|held| held.lease.clone());
         run.renew_shared(recorded, lease);

@@ -24,6 +24,7 @@ pub mod journal_checked;
 pub mod layers;
 pub mod lease_bounds;
 pub mod lease_revocation;
+pub mod leased_runs;
 pub mod leases;
 pub mod ledger;
 pub mod mermaid;

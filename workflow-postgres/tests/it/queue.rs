@@ -1,5 +1,5 @@
 //! The work queue: claims with `FOR UPDATE SKIP LOCKED`, leases and
-//! fencing tokens checked in every write's transaction.
+//! fencing tokens (core's rules) checked in every write's transaction.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use examples::deploy_workflow::{FakeCloud, deploy, staging_goal, staging_root};
 use examples::payment::{Provider, order, payment};
 use workflow_core::RunError;
 use workflow_core::ledger::{Ledger, LedgerError};
-use workflow_postgres::PostgresLedger;
+use workflow_postgres::{PostgresLedger, Settle};
 
 use crate::cluster::cluster_or_skip;
 
@@ -38,10 +38,10 @@ fn two_claimers_never_claim_the_same_run() {
                 s.spawn(move || {
                     let worker = PostgresLedger::connect(&url).expect("connects");
                     let mut mine = Vec::new();
-                    while let Some(lease) = worker.claim(name, LONG).unwrap() {
-                        assert_eq!(lease.holder, name);
-                        assert_eq!(lease.input, "{}");
-                        mine.push((lease.run_id, lease.token));
+                    while let Some(claimed) = worker.claim_next(&["deploy"], name, LONG).unwrap() {
+                        assert_eq!(claimed.lease.holder, name);
+                        assert_eq!(claimed.input, "{}");
+                        mine.push((claimed.lease.run_id, claimed.lease.token));
                     }
                     mine
                 })
@@ -53,7 +53,10 @@ fn two_claimers_never_claim_the_same_run() {
     all.sort_unstable();
     assert_eq!(all, (0..RUNS).collect::<Vec<_>>(), "every run claimed once");
     assert!(claimed.iter().flatten().all(|(_, token)| *token == 1));
-    assert!(ledger.claim("c", LONG).unwrap().is_none(), "nothing left");
+    assert!(
+        ledger.claim_next(&["deploy"], "c", LONG).unwrap().is_none(),
+        "nothing left"
+    );
 }
 
 /// A lease that expired is taken over with a newer token; every write of
@@ -81,40 +84,62 @@ fn a_stale_holder_is_fenced_off_after_a_takeover() {
     let records = scratch.records(run).unwrap();
     ledger.submit(run, "deploy", "{}").unwrap();
 
-    let a = ledger.claim("a", Duration::ZERO).unwrap().expect("claims");
+    assert!(
+        ledger.claim_next(&["other"], "a", LONG).unwrap().is_none(),
+        "only the workflows asked for"
+    );
+    let a = ledger
+        .claim_next(&["deploy"], "a", Duration::ZERO)
+        .unwrap()
+        .expect("claims")
+        .lease;
     assert_eq!((a.run_id, a.token), (run, 1));
-    let a_writes = ledger.fenced(a.clone());
-    a_writes.append(&records[0]).expect("a holds the run");
+    ledger
+        .append_leased(&records[0], &a)
+        .expect("a holds the run");
 
     // a's lease has expired: b takes the run over.
-    let b = ledger.claim("b", LONG).unwrap().expect("takes over");
+    let b = ledger
+        .claim_next(&["deploy"], "b", LONG)
+        .unwrap()
+        .expect("takes over")
+        .lease;
     assert_eq!((b.run_id, b.token), (run, 2));
     assert!(
-        ledger.claim("c", LONG).unwrap().is_none(),
+        ledger.claim_next(&["deploy"], "c", LONG).unwrap().is_none(),
         "b's lease holds"
     );
+    // One meaning of a lease: resuming the run by hand is refused too.
+    assert!(matches!(
+        ledger.claim(run, "by hand", LONG),
+        Err(LedgerError::Claimed { holder, .. }) if holder == "b"
+    ));
 
     let fenced = LedgerError::Fenced {
         run_id: run,
         token: 1,
         current: 2,
     };
-    assert_eq!(a_writes.append(&records[1]), Err(fenced.clone()));
+    assert_eq!(ledger.append_leased(&records[1], &a), Err(fenced.clone()));
     let call = records
         .iter()
         .find_map(|r| r.turn.as_ref()?.tool_calls.first().cloned())
         .expect("the run called a tool");
     assert_eq!(
-        a_writes.append_tool_call(
+        ledger.append_tool_call_leased(
             run,
             1,
-            &workflow_core::ledger::JournalEntry::bind(run, 1, "", call.clone())
+            &workflow_core::ledger::JournalEntry::bind(run, 1, "", call.clone()),
+            &a
         ),
         Err(fenced.clone())
     );
-    assert_eq!(ledger.heartbeat(&a, LONG), Err(fenced.clone()));
-    assert_eq!(ledger.finish(&a), Err(fenced.clone()));
-    assert_eq!(ledger.release(&a), Err(fenced));
+    assert_eq!(ledger.renew(&a), Err(fenced.clone()));
+    assert_eq!(ledger.settle(&a, Settle::Done, "done"), Err(fenced));
+    ledger
+        .release(&a)
+        .expect("a lease taken over is left alone");
+    assert_eq!(ledger.lease(run).unwrap().map(|row| row.token), Some(2));
     assert_eq!(
         ledger.records(run).unwrap().len(),
         1,
@@ -123,22 +148,32 @@ fn a_stale_holder_is_fenced_off_after_a_takeover() {
     assert_eq!(ledger.tool_calls(run, 1).unwrap(), []);
 
     // b writes the rest, renews, and finishes; the run is never claimed again.
-    let b_writes = ledger.fenced(b.clone());
     for record in &records[1..] {
-        b_writes.append(record).expect("b holds the run");
+        ledger.append_leased(record, &b).expect("b holds the run");
     }
     ledger.verify_run(run).expect("verifies");
-    ledger.heartbeat(&b, LONG).expect("b renews");
-    ledger.finish(&b).expect("b finishes");
-    assert!(ledger.claim("c", Duration::ZERO).unwrap().is_none());
-    // A lease fences only its own run.
+    ledger.renew(&b).expect("b renews");
+    ledger
+        .settle(&b, Settle::Done, "completed")
+        .expect("b finishes");
+    assert!(
+        ledger
+            .claim_next(&["deploy"], "c", Duration::ZERO)
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(ledger.outcome(run).unwrap().as_deref(), Some("completed"));
+    // A lease covers only its own run.
     assert!(matches!(
-        b_writes.append(&{
-            let mut other = records[0].clone();
-            other.run_id = run ^ 1;
-            other
-        }),
-        Err(LedgerError::Fenced { .. })
+        ledger.append_leased(
+            &{
+                let mut other = records[0].clone();
+                other.run_id = run ^ 1;
+                other
+            },
+            &b
+        ),
+        Err(LedgerError::Storage(_))
     ));
 }
 
@@ -150,10 +185,20 @@ fn a_released_run_is_claimed_again_with_the_next_token() {
     let url = cluster.database("release");
     let ledger = PostgresLedger::connect(&url).expect("connects");
     ledger.submit(u64::MAX, "deploy", "{}").unwrap();
-    let a = ledger.claim("a", LONG).unwrap().expect("claims");
+    let a = ledger
+        .claim_next(&["deploy"], "a", LONG)
+        .unwrap()
+        .expect("claims")
+        .lease;
     assert_eq!(a.run_id, u64::MAX, "run ids are u64 throughout");
-    ledger.release(&a).expect("hands it back");
-    let b = ledger.claim("b", LONG).unwrap().expect("claims again");
+    ledger
+        .settle(&a, Settle::Queued, "handed back")
+        .expect("hands it back");
+    let b = ledger
+        .claim_next(&["deploy"], "b", LONG)
+        .unwrap()
+        .expect("claims again")
+        .lease;
     assert_eq!((b.run_id, b.token), (u64::MAX, 2));
 }
 
@@ -195,25 +240,30 @@ async fn a_cut_run_is_taken_over_and_the_old_worker_is_fenced() {
     drop(session);
     ledger.submit(run, "payment", "{}").unwrap();
     let a = ledger
-        .claim("a", Duration::ZERO)
+        .claim_next(&["payment"], "a", Duration::ZERO)
         .unwrap()
-        .expect("a claims");
+        .expect("a claims")
+        .lease;
 
     // Worker b takes the expired lease over.
-    let b = ledger.claim("b", LONG).unwrap().expect("b takes over");
+    let b = ledger
+        .claim_next(&["payment"], "b", LONG)
+        .unwrap()
+        .expect("b takes over")
+        .lease;
     let before = ledger.records(run).unwrap();
 
     // Worker a wakes up and carries on with its stale lease: its first
     // commit is refused, and nothing of it lands.
-    let stale = payment::Workflow::new((), provider(Duration::ZERO))
-        .with_ledger(Arc::new(ledger.fenced(a)));
-    let refused = stale.resume(run).await.expect_err("a is fenced off");
+    let stale = payment::Workflow::new((), provider(Duration::ZERO)).with_ledger(ledger.clone());
+    let refused = stale.resume_leased(a).await.expect_err("a is fenced off");
     assert!(
         matches!(
             refused.error,
+            // The cut run held token 1 from its first record: a took 2.
             RunError::Ledger(LedgerError::Fenced {
-                token: 1,
-                current: 2,
+                token: 2,
+                current: 3,
                 ..
             })
         ),
@@ -223,10 +273,9 @@ async fn a_cut_run_is_taken_over_and_the_old_worker_is_fenced() {
     assert_eq!(ledger.records(run).unwrap(), before, "a changed nothing");
 
     // b resumes the run to its end, the charge served from the journal.
-    let b_ledger = Arc::new(ledger.fenced(b.clone()));
-    let resumed = payment::Workflow::new((), provider(Duration::ZERO)).with_ledger(b_ledger);
-    resumed.resume(run).await.expect("b resumes");
-    ledger.finish(&b).unwrap();
+    let resumed = payment::Workflow::new((), provider(Duration::ZERO)).with_ledger(ledger.clone());
+    resumed.resume_leased(b.clone()).await.expect("b resumes");
+    ledger.settle(&b, Settle::Done, "completed").unwrap();
     let requested = std::fs::read_to_string(dir.join("requests.log")).unwrap();
     assert_eq!(requested.lines().count(), 1, "charged once");
     ledger.verify_run(run).expect("verifies");

@@ -29,7 +29,7 @@ fn an_empty_database_gets_the_current_version_and_keeps_it() {
     let version = cluster.rows("fresh", "SELECT version FROM workflow_schema_version");
     assert_eq!(version, [[Some(SCHEMA_VERSION.to_string())]]);
     let before = snapshot(&cluster, "fresh");
-    assert_eq!(before.len(), 5, "{before:?}");
+    assert_eq!(before.len(), 6, "{before:?}");
     // Connecting again to a current database changes nothing.
     drop(PostgresLedger::connect(&url).expect("connects again"));
     assert_eq!(snapshot(&cluster, "fresh"), before);
@@ -218,5 +218,50 @@ fn a_version_1_database_is_migrated_and_keeps_its_records() {
     assert_eq!(
         cluster.rows("v1", "SELECT version FROM workflow_schema_version"),
         [[Some(SCHEMA_VERSION.to_string())]]
+    );
+}
+
+/// A database written at version 2 (leases kept in the queue rows): its
+/// leases move to `workflow_leases` with their holders and tokens, so a
+/// live one still holds its run and a later claim takes the next token.
+#[test]
+fn a_version_2_database_keeps_its_leases_and_tokens() {
+    let cluster = cluster_or_skip!();
+    let url = cluster.database("v2");
+    cluster.sql(
+        "v2",
+        "CREATE TABLE workflow_records (run_id BIGINT NOT NULL, seq BIGINT NOT NULL,
+             record TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+         CREATE TABLE workflow_heads (run_id BIGINT PRIMARY KEY, seq BIGINT NOT NULL,
+             hash TEXT NOT NULL);
+         CREATE TABLE workflow_tool_calls (run_id BIGINT NOT NULL, turn_seq BIGINT NOT NULL,
+             idx BIGINT NOT NULL, call TEXT NOT NULL, PRIMARY KEY (run_id, turn_seq, idx));
+         CREATE TABLE workflow_queue (run_id BIGINT PRIMARY KEY, workflow TEXT NOT NULL,
+             input TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'queued'
+                 CHECK (state IN ('queued', 'claimed', 'done')),
+             holder TEXT, token BIGINT NOT NULL DEFAULT 0, lease_until TIMESTAMPTZ,
+             submitted_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp());
+         CREATE INDEX workflow_queue_claimable
+             ON workflow_queue (submitted_at, run_id) WHERE state <> 'done';
+         CREATE TABLE workflow_schema_version (version BIGINT NOT NULL);
+         INSERT INTO workflow_schema_version VALUES (2);
+         INSERT INTO workflow_queue (run_id, workflow, input, state, holder, token, lease_until)
+             VALUES (1, 'deploy', '{}', 'claimed', 'w1', 4, now() + interval '1 hour'),
+                    (2, 'deploy', '{}', 'claimed', 'w2', 7, now() - interval '1 hour'),
+                    (3, 'deploy', '{}', 'queued', NULL, 0, NULL);",
+    );
+    let ledger = PostgresLedger::connect(&url).expect("migrates");
+    use workflow_core::ledger::Ledger;
+    let live = ledger.lease(1).unwrap().expect("kept");
+    assert_eq!((live.holder.as_str(), live.token), ("w1", 4));
+    assert_eq!(ledger.lease(3).unwrap(), None);
+    let ttl = std::time::Duration::from_secs(60);
+    let first = ledger.claim_next(&["deploy"], "w3", ttl).unwrap().unwrap();
+    assert_eq!((first.lease.run_id, first.lease.token), (2, 8), "expired");
+    let second = ledger.claim_next(&["deploy"], "w3", ttl).unwrap().unwrap();
+    assert_eq!((second.lease.run_id, second.lease.token), (3, 1));
+    assert!(
+        ledger.claim_next(&["deploy"], "w3", ttl).unwrap().is_none(),
+        "run 1's lease still holds"
     );
 }

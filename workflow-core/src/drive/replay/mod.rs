@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use crate::drive::Executor;
 use crate::ledger::LedgerRecord;
-use crate::run::Transcript;
 use crate::run::{Limits, Runtime};
 use crate::spec::Decision;
 use crate::spec::RunError;
@@ -89,7 +88,7 @@ impl<W: Workflow> Executor<W> {
                     as Arc<dyn crate::llm::Model>
             });
         let limits = self.limits();
-        let mut run = Runtime::<W>::new(
+        let mut run = Runtime::<W>::numbered(
             self.root(),
             self.deps(),
             Limits {
@@ -97,8 +96,8 @@ impl<W: Workflow> Executor<W> {
                 model: recorded_model.as_ref().or(limits.model),
                 ..limits
             },
+            run_id,
         );
-        run.transcript = Transcript::new(run_id, W::GRAPH);
         // The replay is pinned to this executor's root; its first record is
         // compared with the recorded header.
         run.pin_root();
