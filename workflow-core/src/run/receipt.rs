@@ -51,7 +51,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Audit mode: every receipt check before the pre-conditions, each
     /// failure found (the hop cap first: it cannot be audited, and a run
-    /// past it stops there).
+    /// past it stops there). The same checks as [`check_receipt`](Self::check_receipt),
+    /// in the same order: one left out here is let through unrecorded.
     pub(super) fn audit_receipt<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,
@@ -64,6 +65,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.check_budgets(),
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| self.check_scope_expired(c)),
+            contract.and_then(check_stop_checkable),
             contract.and_then(|c| self.check_stop_conditions(c)),
             self.check_resent_unchanged(),
         ]
