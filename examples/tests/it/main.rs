@@ -7,6 +7,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod ablation;
 pub mod campaign;
 pub mod crash;
 pub mod crash_tools;
