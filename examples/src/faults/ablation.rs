@@ -133,11 +133,12 @@ fn cells(f: &mut fmt::Formatter<'_>, name: &str, c: [&Counts; 4]) -> fmt::Result
     let [e, a, ce, ca] = c;
     writeln!(
         f,
-        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         e.unauthorized,
         e.wrong_at_end,
         e.stopped,
         e.escalated,
+        e.correct_at_end,
         a.unauthorized,
         a.wrong_at_end,
         a.stopped,
@@ -150,9 +151,10 @@ fn cells(f: &mut fmt::Formatter<'_>, name: &str, c: [&Counts; 4]) -> fmt::Result
 
 /// A Markdown table: per scenario, with the fault, in enforce mode then
 /// audit mode: runs with an unauthorized side effect, runs at `END` with a
-/// wrong or unverified result, runs stopped, runs escalated (and in audit
-/// mode, runs with a verdict recorded); without it: false rejections in
-/// enforce mode, runs with a verdict in audit mode.
+/// wrong or unverified result, runs stopped, runs escalated (in enforce
+/// mode also runs at `END` with the correct result, a fault repaired; in
+/// audit mode runs with a verdict recorded); without it: false rejections
+/// in enforce mode, runs with a verdict in audit mode.
 impl fmt::Display for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -165,9 +167,9 @@ impl fmt::Display for Table {
         writeln!(f)?;
         writeln!(
             f,
-            "| scenario | enforce: unauthorized | wrong at END | stopped | escalated | audit: unauthorized | wrong at END | stopped | escalated | recorded | clean: false rejections | clean audit: verdicts |"
+            "| scenario | enforce: unauthorized | wrong at END | stopped | escalated | correct at END | audit: unauthorized | wrong at END | stopped | escalated | recorded | clean: false rejections | clean audit: verdicts |"
         )?;
-        writeln!(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+        writeln!(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
         for r in &self.rows {
             cells(
                 f,

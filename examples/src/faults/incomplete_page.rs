@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use crate::deploy_workflow::{
-    DeployReport, Env, FakeCloud, Vpc, deploy, staging_goal, staging_root,
+    DeployReport, Env, FakeCloud, Goal, Vpc, deploy, staging_goal, staging_root,
 };
 
 use super::{Effects, InAudit, Observed, Scenario, Trial, Variation};
@@ -53,8 +53,13 @@ pub(super) fn cloud(rng: &mut Variation, first_staging: u64, staging_tag: Env) -
 /// Runs the deploy workflow on `cloud` and observes it: a route change is
 /// authorized only on the VPC that truly is staging.
 pub(super) async fn observe(trial: Trial, cloud: FakeCloud) -> Observed {
+    observe_goal(trial, cloud, staging_goal()).await
+}
+
+/// [`observe`], for `goal`.
+pub(super) async fn observe_goal(trial: Trial, cloud: FakeCloud, goal: Goal) -> Observed {
     let wf = deploy::Workflow::new(staging_root(), cloud).with_mode(trial.mode);
-    let result = wf.run(staging_goal()).await;
+    let result = wf.run(goal).await;
     let effects = Effects::default();
     for change in wf.deps().applied() {
         let authorized = change.starts_with("vpc-") && change.contains("-staging:");

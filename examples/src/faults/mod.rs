@@ -36,6 +36,7 @@ mod scope_expired;
 mod scope_not_owned;
 mod stop_unchecked;
 mod write_over_limit;
+mod wrong_target_env;
 
 /// One run of a scenario: which seed, which mode, with the fault or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +269,7 @@ pub fn scenarios() -> Vec<Scenario> {
         write_over_limit::SCENARIO,
         deadline_overrun::SCENARIO,
         resent_unchanged::SCENARIO,
+        wrong_target_env::SCENARIO,
     ]
 }
 
