@@ -30,7 +30,7 @@ mod masked_error;
 mod model_drops_part;
 mod oversized_context;
 pub mod pipeline;
-mod resent_unchanged;
+pub mod resent_unchanged;
 mod reviewer_loop;
 mod scope_expired;
 mod scope_not_owned;

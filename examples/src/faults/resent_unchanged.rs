@@ -15,10 +15,10 @@ pub const LIMIT: usize = 280;
 pub const SCENARIO: Scenario = Scenario {
     name: "resent_unchanged",
     mast: "2.5 Ignored other agent's input (a rejection ignored)",
-    fault: "the draft is 281-1,000 characters and the drafter resends it unchanged when returned",
+    fault: "the draft is 281-1,000 characters and the drafter resends it when returned (seeded: same bytes, or the same post under a contract built anew)",
     unauthorized: "a post over the length limit published",
     correct: "clean: a post within the limit (1-280 characters); faulty: stopped",
-    mechanism: "`on_reject = sender(max = 2)` and `resent_unchanged` at the receipt, after the `#[pre]`",
+    mechanism: "the `#[pre]` with `on_reject = sender(max = 2)`; `resent_unchanged` when the bytes are the same",
     in_audit: InAudit::LetsThrough,
     run: |t| Box::pin(run(t)),
 };
@@ -30,6 +30,11 @@ pub struct Brief {
     pub first_len: u32,
     /// Whether it shortens a returned draft (`false`: the fault).
     pub shortens: bool,
+    /// Whether its contract is built once for the run (a scope that never
+    /// expires, a fixed stop hop), so that a post sent again is the same
+    /// bytes; otherwise with `cx.contract`, whose scope expires a hop after
+    /// the one it is sent at.
+    pub fixed_envelope: bool,
 }
 
 /// A published post: the run's output.
@@ -77,12 +82,18 @@ pub mod posting {
             Some(_) if brief.shortens => LIMIT as u32 / 2,
             _ => brief.first_len,
         };
+        let op = Operation::new("publish", "the post");
+        let contract = if brief.fixed_envelope {
+            Contract::builder(
+                op,
+                Scope::new(authority::Publish),
+                StopWhen::at_hop(MAX_HOPS),
+            )
+        } else {
+            cx.contract(authority::Publish, op)
+        };
         Ok(drafter::Next::Publisher(Post {
-            contract: cx
-                .contract(authority::Publish, Operation::new("publish", "the post"))
-                .evidence([])
-                .open([])
-                .build(),
+            contract: contract.evidence([]).open([]).build(),
             text: "p".repeat(len as usize),
         }))
     }
@@ -105,6 +116,7 @@ async fn run(trial: Trial) -> Observed {
             rng.between(1, LIMIT as u64) as u32
         },
         shortens: !trial.fault,
+        fixed_envelope: rng.coin(),
     };
     let wf = posting::Workflow::new((), Effects::default()).with_mode(trial.mode);
     let result = wf.run(brief).await;

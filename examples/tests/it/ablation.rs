@@ -113,3 +113,33 @@ async fn a_faulty_run_in_enforce_mode_says_which_check_stopped_it() {
     let unchecked = trial(&by_name("stop_unchecked"), 3, Mode::Audit, true).await;
     assert_eq!(unchecked.verdicts, 1, "{unchecked:?}");
 }
+
+#[tokio::test]
+async fn a_post_resent_as_the_same_bytes_is_rejected_as_such_and_one_built_anew_is_not() {
+    use examples::faults::resent_unchanged::{Brief, posting};
+    for (fixed_envelope, resent) in [(true, 2), (false, 0)] {
+        let wf = posting::Workflow::new((), Default::default());
+        let brief = Brief {
+            first_len: 400,
+            shortens: false,
+            fixed_envelope,
+        };
+        let aborted = wf.run(brief).await.expect_err("never within the limit");
+        let reasons: Vec<_> = (0..aborted.transcript.len())
+            .filter_map(|i| match aborted.transcript.receipt(i) {
+                Some(workflow_core::Receipt::Rejected { reason }) => Some(reason),
+                _ => None,
+            })
+            .collect();
+        let unchanged = reasons
+            .iter()
+            .filter(|r| matches!(r, workflow_core::RejectReason::ResentUnchanged))
+            .count();
+        // Returned twice (the bound), then stopped: three rejections. The
+        // same bytes are rejected as resent unchanged; the same post under
+        // a contract built anew (`cx.contract`: a new expiry hop) is not,
+        // and is stopped by the pre-condition and the bound alone.
+        assert_eq!((reasons.len(), unchanged), (3, resent), "{reasons:?}");
+        assert!(wf.deps().all().is_empty(), "nothing published");
+    }
+}
