@@ -58,7 +58,7 @@ impl Counts {
 }
 
 /// One scenario's figures.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Row {
     /// The scenario.
     pub scenario: Scenario,
@@ -70,6 +70,9 @@ pub struct Row {
     pub clean_enforce: Counts,
     /// Without the fault, audit mode.
     pub clean_audit: Counts,
+    /// Every clean run that did not end correct, or drew a verdict: its
+    /// seed, mode and ending (the exceptions the table counts).
+    pub exceptions: Vec<String>,
 }
 
 /// The whole table.
@@ -113,16 +116,24 @@ pub async fn ablate(runs: u32, seed: u64) -> Table {
             audit: Counts::default(),
             clean_enforce: Counts::default(),
             clean_audit: Counts::default(),
+            exceptions: Vec::new(),
         };
         for i in 0..u64::from(runs) {
             let s = seed.wrapping_add(i);
             row.enforce
                 .add(&trial(&scenario, s, Mode::Enforce, true).await);
             row.audit.add(&trial(&scenario, s, Mode::Audit, true).await);
-            row.clean_enforce
-                .add(&trial(&scenario, s, Mode::Enforce, false).await);
-            row.clean_audit
-                .add(&trial(&scenario, s, Mode::Audit, false).await);
+            for (mode, counts) in [
+                (Mode::Enforce, &mut row.clean_enforce),
+                (Mode::Audit, &mut row.clean_audit),
+            ] {
+                let o = trial(&scenario, s, mode, false).await;
+                if !o.correct_at_end() || o.verdicts > 0 {
+                    row.exceptions
+                        .push(format!("seed {s}, {mode:?}: {:?}", o.ending));
+                }
+                counts.add(&o);
+            }
         }
         rows.push(row);
     }
@@ -183,6 +194,11 @@ impl fmt::Display for Table {
         for r in &self.rows {
             if let InAudit::StillStops(why) = r.scenario.in_audit {
                 writeln!(f, "- {}: stopped in audit mode too: {why}", r.scenario.name)?;
+            }
+        }
+        for r in &self.rows {
+            for e in &r.exceptions {
+                writeln!(f, "- {}: clean run not correct: {e}", r.scenario.name)?;
             }
         }
         for slot in SLOTS {
