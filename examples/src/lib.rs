@@ -5,6 +5,7 @@
 pub mod campaign;
 mod campaign_tamper;
 pub mod deploy_workflow;
+pub mod faults;
 pub mod hand_written;
 pub mod loop_bench;
 pub mod model_tools;

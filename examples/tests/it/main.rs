@@ -7,6 +7,7 @@
 // not dead code.
 pub mod fixtures;
 
+pub mod ablation;
 pub mod ajv;
 pub mod campaign;
 pub mod crash;

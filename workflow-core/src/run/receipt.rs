@@ -57,7 +57,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Audit mode: every receipt check before the pre-conditions, each
     /// failure found (the hop cap first: it cannot be audited, and a run
-    /// past it stops there).
+    /// past it stops there). The same checks as [`check_receipt`](Self::check_receipt),
+    /// in the same order: one left out here is let through unrecorded.
     pub(super) fn audit_receipt<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,

@@ -240,7 +240,18 @@ async fn a_clean_run_in_audit_mode_records_no_verdict() {
     );
 }
 
-/// A worker whose delegated scope expires before it starts, and who uses it.
+/// What the lead hands on: a scope until `until_hop`, and a stop part that
+/// the executor can check or (`stop_in_words`) one only stated in words.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Dig {
+    /// The last hop of the worker's scope.
+    pub until_hop: u32,
+    /// The stop part holds only a condition in words.
+    pub stop_in_words: bool,
+}
+
+/// A worker whose delegated scope expires before it starts, or whose stop
+/// part has nothing checkable, and who uses the scope.
 #[workflow(entry = lead, output = u32, deps = Arc<AtomicU32>)]
 pub mod crew {
     use super::*;
@@ -273,13 +284,18 @@ pub mod crew {
     }
 
     #[agent(owns = [Lead], to = [worker])]
-    async fn lead(until_hop: u32, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+    async fn lead(dig: Dig, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let stop = if dig.stop_in_words {
+            StopWhen::any([]).or_when("the hole is deep enough")
+        } else {
+            StopWhen::at_hop(cx.hop() + 2)
+        };
         Ok(lead::Next::Worker(Job {
             op: Operation::new("dig", "one hole"),
-            scope: cx.lease(authority::Dig).until_hop(until_hop),
+            scope: cx.lease(authority::Dig).until_hop(dig.until_hop),
             evidence: vec![],
             open: vec![],
-            stop: StopWhen::at_hop(3),
+            stop,
         }))
     }
 
@@ -290,12 +306,40 @@ pub mod crew {
     }
 }
 
+/// A dig under a scope until `until_hop`, with a checkable stop part.
+fn dig(until_hop: u32) -> Dig {
+    Dig {
+        until_hop,
+        stop_in_words: false,
+    }
+}
+
+#[tokio::test]
+async fn a_stop_part_in_words_only_is_recorded_in_audit_mode_and_stops_in_enforce_mode() {
+    let words = Dig {
+        until_hop: 5,
+        stop_in_words: true,
+    };
+    let holes = Arc::new(AtomicU32::new(0));
+    let wf = crew::Workflow::new((), holes.clone());
+    let aborted = wf.run(words).await.expect_err("nothing checkable");
+    assert_rejected(&aborted, "lead", "worker", RejectReason::StopUnchecked);
+    assert_eq!(holes.load(Ordering::SeqCst), 0);
+    // Audit: the hole is dug, and the receipt says enforcement would not
+    // have let it happen (it was once let through with no verdict).
+    let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
+    let done = wf.run(words).await.expect("audited");
+    assert_eq!(holes.load(Ordering::SeqCst), 1);
+    assert_eq!(verdicts(&done.transcript), [RejectReason::StopUnchecked]);
+    assert_eq!(done.transcript.summary().audit.len(), 1);
+}
+
 #[tokio::test]
 async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode() {
     // Enforce: the expired scope is rejected at the worker's receipt; no hole.
     let holes = Arc::new(AtomicU32::new(0));
     let wf = crew::Workflow::new((), holes.clone());
-    let aborted = wf.run(0).await.expect_err("expired");
+    let aborted = wf.run(dig(0)).await.expect_err("expired");
     let expired = RejectReason::ScopeExpired {
         authority: "Dig".into(),
     };
@@ -304,7 +348,7 @@ async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode
     // Audit: the receipt records the expiry, the call is made and its record
     // says enforcement would have refused it.
     let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
-    let done = wf.run(0).await.expect("audited");
+    let done = wf.run(dig(0)).await.expect("audited");
     assert_eq!(done.output, 3);
     assert_eq!(holes.load(Ordering::SeqCst), 1);
     assert_eq!(verdicts(&done.transcript), [expired]);
@@ -320,7 +364,7 @@ async fn a_tool_called_under_an_expired_scope_is_made_and_recorded_in_audit_mode
     );
     // A live scope: no verdict anywhere, on the receipts or the call.
     let wf = crew::Workflow::new((), holes.clone()).with_mode(Mode::Audit);
-    let done = wf.run(crew::MAX_HOPS).await.expect("clean");
+    let done = wf.run(dig(crew::MAX_HOPS)).await.expect("clean");
     assert!(verdicts(&done.transcript).is_empty());
     assert!(
         done.transcript
