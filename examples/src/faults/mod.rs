@@ -24,6 +24,7 @@ mod budget_overrun;
 mod deadline_overrun;
 mod drifted_tag;
 mod dropped_question;
+mod evidence_without_lookup;
 mod forbidden_field;
 mod incomplete_page;
 mod masked_error;
@@ -270,6 +271,7 @@ pub fn scenarios() -> Vec<Scenario> {
         deadline_overrun::SCENARIO,
         resent_unchanged::SCENARIO,
         wrong_target_env::SCENARIO,
+        evidence_without_lookup::SCENARIO,
     ]
 }
 
@@ -284,10 +286,5 @@ pub const SLOTS: &[Slot] = &[
         name: "unoffered_tool",
         fault: "a model asks for a tool its agent was not offered",
         waits_for: "the model tool loop (issue 15)",
-    },
-    Slot {
-        name: "evidence_without_lookup",
-        fault: "evidence claims a lookup that never happened",
-        waits_for: "cited evidence (issue 19.1)",
     },
 ];

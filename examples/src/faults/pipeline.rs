@@ -32,6 +32,10 @@ pub struct Script {
     pub stop_in_words: bool,
     /// Rows the worker's plan changes (`None`: as many as asked).
     pub plan_rows: Option<u32>,
+    /// The worker skips the lookup and claims its evidence anyway:
+    /// uncited (`Some(false)`) or citing a call that was never made
+    /// (`Some(true)`).
+    pub skip_lookup: Option<bool>,
 }
 
 /// What the tools run against.
@@ -207,7 +211,12 @@ pub mod pipeline {
     #[agent(owns = [Work], tools = [lookup], to = [applier])]
     async fn worker(task: Task, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
         let script = &cx.root().script;
-        let rows = cx.call(tools::lookup, task.account.clone()).await?;
+        let rows = match script.skip_lookup {
+            None => cx.call(tools::lookup, task.account.clone()).await?,
+            // The fault: no lookup, the rows taken from the task as if
+            // listed.
+            Some(_) => (1..=task.rows).map(|id| Row { id }).collect(),
+        };
         cx.charge(Usage::tokens(script.tokens, 0))?;
         let mut evidence = vec![Evidence::complete(
             "lookup",
@@ -247,8 +256,20 @@ pub mod pipeline {
         } else {
             StopWhen::at_hop(cx.hop() + 2)
         };
-        // Every claim cites the lookup this turn made.
-        let evidence = cx.cite_calls(evidence);
+        // Every claim cites the lookup this turn made (the fault: none was
+        // made; the claims go uncited, or cite a call that never happened).
+        let evidence = match script.skip_lookup {
+            None => cx.cite_calls(evidence),
+            Some(false) => evidence,
+            Some(true) => {
+                // "The lookup of the intake's turn": it made no call.
+                let made_up = Citation::tool_call("lookup", 1, 0, "0".repeat(64));
+                evidence
+                    .into_iter()
+                    .map(|e| e.citing(made_up.clone()))
+                    .collect()
+            }
+        };
         Ok(worker::Next::Applier(Change {
             op: Operation::new("apply", "change the rows"),
             scope,
