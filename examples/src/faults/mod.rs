@@ -36,6 +36,7 @@ mod reviewer_loop;
 mod scope_expired;
 mod scope_not_owned;
 mod stop_unchecked;
+mod unoffered_tool;
 mod write_over_limit;
 mod wrong_target_env;
 
@@ -272,19 +273,13 @@ pub fn scenarios() -> Vec<Scenario> {
         resent_unchanged::SCENARIO,
         wrong_target_env::SCENARIO,
         evidence_without_lookup::SCENARIO,
+        unoffered_tool::SCENARIO,
     ]
 }
 
 /// The scenarios that wait for features being built now.
-pub const SLOTS: &[Slot] = &[
-    Slot {
-        name: "verdict_dropped_at_join",
-        fault: "a parallel branch's verdict is dropped where the branches join",
-        waits_for: "parallel branches (guarantee 14)",
-    },
-    Slot {
-        name: "unoffered_tool",
-        fault: "a model asks for a tool its agent was not offered",
-        waits_for: "the model tool loop (issue 15)",
-    },
-];
+pub const SLOTS: &[Slot] = &[Slot {
+    name: "verdict_dropped_at_join",
+    fault: "a parallel branch's verdict is dropped where the branches join",
+    waits_for: "parallel branches (guarantee 14)",
+}];
