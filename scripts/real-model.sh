@@ -17,6 +17,10 @@
 #   REAL_MODEL_DIR     where the venv and logs go (default /tmp/real-model)
 #   REAL_MODEL_PORT    the server's port (default 8089)
 #   REAL_MODEL_EXAMPLES  the examples to run (default "model_triage model_tools")
+#   REAL_MODEL_CHAT_FORMAT  the server's --chat_format (default: the GGUF's own
+#                      template, which makes a tool call only when tool_choice
+#                      names a function; `chatml-function-calling` lets the
+#                      model choose)
 #
 # The build is portable on purpose: a build tuned to the building CPU
 # (GGML_NATIVE, the default) crashed with an illegal instruction at the first
@@ -65,7 +69,10 @@ say "model file: $gguf ($(du -h "$gguf" | cut -f1))"
 
 # 2. The server, stopped on exit.
 log="$dir/server.log"
-"$py" -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" >"$log" 2>&1 &
+chat_format=()
+[ -n "${REAL_MODEL_CHAT_FORMAT:-}" ] && chat_format=(--chat_format "$REAL_MODEL_CHAT_FORMAT")
+"$py" -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" "${chat_format[@]}" \
+    >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null' EXIT
 say "server pid $server on 127.0.0.1:$port (log $log)"
