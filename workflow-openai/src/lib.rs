@@ -302,7 +302,32 @@ impl Model for OpenAiModel {
             // The response format in the backend's form (the client's types
             // have no field for `json_object` with a schema).
             let mut strict = None;
-            if let Some(format) = &request.response_format {
+            // llama.cpp's server turns a `json_object` schema into a grammar
+            // for every reply, so a model offered tools could never call one:
+            // with tools offered, that form leaves the response format out
+            // and gives the model the answer's schema in a system message
+            // instead (the answer is still checked, and repaired, at the seam).
+            let grammar_blocks_tools =
+                self.config.schema_form == SchemaForm::JsonObject && !request.tools.is_empty();
+            if let (true, Some(format), Some(messages)) = (
+                grammar_blocks_tools,
+                &request.response_format,
+                body["messages"].as_array_mut(),
+            ) {
+                messages.push(serde_json::json!({
+                    "role": "system",
+                    "content": format!(
+                        "Call a tool, or give your final answer as JSON only, valid against \
+                         this JSON Schema ({}): {}",
+                        format.name, format.schema
+                    ),
+                }));
+            }
+            if let Some(format) = request
+                .response_format
+                .as_ref()
+                .filter(|_| !grammar_blocks_tools)
+            {
                 let (value, sent) = form::response_format(self.config.schema_form, format)?;
                 body["response_format"] = value;
                 strict = sent;

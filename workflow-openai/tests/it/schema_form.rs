@@ -11,7 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use workflow_core::SchemaSet;
-use workflow_core::llm::{Message, Model, ModelErrorKind, ModelRequest, ResponseFormat};
+use workflow_core::llm::{
+    Message, Model, ModelErrorKind, ModelRequest, ResponseFormat, ToolDefinition,
+};
 use workflow_core::schema::{openai_strict_violations, root_schema};
 use workflow_openai::{OpenAiModel, SchemaForm};
 
@@ -128,4 +130,55 @@ fn the_form_is_named_in_the_environment_as_in_the_api() {
         Some(SchemaForm::JsonSchema)
     );
     assert_eq!(SchemaForm::parse("yaml"), None);
+}
+
+/// A request that offers one tool and asks for `Vec<Finding>` as the answer.
+fn request_with_a_tool() -> ModelRequest {
+    let mut request = request::<Vec<Finding>>(false);
+    request.tools = vec![ToolDefinition {
+        name: "lookup".to_owned(),
+        description: "Looks a service up.".to_owned(),
+        input_schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+    }];
+    request
+}
+
+#[tokio::test]
+async fn the_json_object_form_with_tools_offered_sends_no_grammar_but_the_schema_in_words() {
+    // llama.cpp would hold every reply to a `json_object` schema, so a model
+    // offered tools could never call one: the schema goes into a system
+    // message instead, and the answer is still checked at the seam.
+    let server = Server::start(vec![completion("[]")]).await;
+    let model = OpenAiModel::new(server.config().schema_form(SchemaForm::JsonObject))
+        .expect("a plain http URL");
+    model
+        .complete(&request_with_a_tool())
+        .await
+        .expect("a reply");
+    let body = &server.requests()[0].body;
+    assert!(body.get("response_format").is_none(), "{body}");
+    assert_eq!(body["tools"][0]["function"]["name"], "lookup");
+    let messages = body["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a message");
+    assert_eq!(last["role"], "system");
+    let text = last["content"].as_str().expect("text");
+    assert!(text.contains("Findings"), "{text}");
+    assert!(
+        text.contains(&root_schema::<Vec<Finding>>().to_string()),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_json_schema_form_keeps_the_response_format_beside_tools() {
+    let server = Server::start(vec![completion("[]")]).await;
+    server
+        .model()
+        .complete(&request_with_a_tool())
+        .await
+        .expect("a reply");
+    let body = &server.requests()[0].body;
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1, "nothing added: {messages:?}");
 }
