@@ -157,7 +157,13 @@ pub mod counter {
         pub wait: bool,
     }
 
-    fn work(scope: Scope<authority::Count>, remaining: u32, done: u32, halt: u32, wait: bool) -> Work {
+    fn work(
+        scope: Scope<authority::Count>,
+        remaining: u32,
+        done: u32,
+        halt: u32,
+        wait: bool,
+    ) -> Work {
         Work {
             op: Operation::new("round", ""),
             scope,
@@ -176,7 +182,9 @@ pub mod counter {
     #[pre(p.rounds <= MAX_ROUNDS, "at most MAX_ROUNDS rounds")]
     async fn planner(p: Plan, cx: planner::Context<'_>) -> Result<planner::Next, Reject> {
         let scope = cx.lease(authority::Count).as_long_as_mine();
-        Ok(planner::Next::Worker(work(scope, p.rounds, 0, p.halt, p.wait)))
+        Ok(planner::Next::Worker(work(
+            scope, p.rounds, 0, p.halt, p.wait,
+        )))
     }
 
     /// Does one round; escalates at round `halt`.
@@ -226,7 +234,11 @@ async fn main() {
     };
     let wf = counter::Workflow::new((), ());
     // Warm up: one complete run, so that lazily built statics are not counted.
-    let plan = |halt, wait| Plan { rounds: ROUNDS, halt, wait };
+    let plan = |halt, wait| Plan {
+        rounds: ROUNDS,
+        halt,
+        wait,
+    };
     if let Err(a) = wf.run(plan(u32::MAX, false)).await {
         eprintln!("the warm-up run failed: {a}");
         std::process::exit(1);

@@ -38,7 +38,11 @@ fn targets(i: usize) -> Vec<Option<usize>> {
 
 /// The input type of agent `i`.
 fn input(i: usize) -> String {
-    if i == 0 { "u32".into() } else { format!("In{i}") }
+    if i == 0 {
+        "u32".into()
+    } else {
+        format!("In{i}")
+    }
 }
 
 /// The `Next` variant naming a target.
@@ -64,7 +68,11 @@ fn max_hops() -> usize {
 fn body(i: usize, out: &mut String) {
     let t = targets(i);
     let n = if i == 0 { "x" } else { "x.n" };
-    let cx = if t.iter().any(Option::is_some) { "cx" } else { "_cx" };
+    let cx = if t.iter().any(Option::is_some) {
+        "cx"
+    } else {
+        "_cx"
+    };
     let _ = writeln!(
         out,
         "    async fn a{i}(x: {}, {cx}: a{i}::Context<'_>) -> Result<a{i}::Next, Reject> {{",
@@ -72,7 +80,11 @@ fn body(i: usize, out: &mut String) {
     );
     let _ = writeln!(out, "        Ok(match {n} % {} {{", t.len());
     for (k, tgt) in t.iter().enumerate() {
-        let arm = if k + 1 == t.len() { "_".to_string() } else { k.to_string() };
+        let arm = if k + 1 == t.len() {
+            "_".to_string()
+        } else {
+            k.to_string()
+        };
         match tgt {
             Some(j) => {
                 let _ = writeln!(
@@ -81,7 +93,10 @@ fn body(i: usize, out: &mut String) {
                 );
             }
             None => {
-                let _ = writeln!(out, "            {arm} => a{i}::Next::End(Done {{ n: {n} }}),");
+                let _ = writeln!(
+                    out,
+                    "            {arm} => a{i}::Next::End(Done {{ n: {n} }}),"
+                );
             }
         }
     }
@@ -90,7 +105,13 @@ fn body(i: usize, out: &mut String) {
 
 /// The payload structs' fields and their constructors.
 fn payload(i: usize, attrs: bool, out: &mut String) {
-    let a = |s: &str| if attrs { format!("        {s}\n") } else { String::new() };
+    let a = |s: &str| {
+        if attrs {
+            format!("        {s}\n")
+        } else {
+            String::new()
+        }
+    };
     let _ = write!(
         out,
         "    /// The input of `a{i}`.\n    pub struct In{i} {{\n        /// The step.\n{}        pub op: Operation,\n        /// Under `a{i}`'s authority.\n{}        pub scope: Scope<authority::R{i}>,\n        /// None.\n{}        pub evidence: Vec<Evidence>,\n        /// None.\n{}        pub open: Vec<Uncertainty>,\n        /// The bound.\n{}        pub stop: StopWhen,\n        /// Steps so far.\n        pub n: u32,\n    }}\n\n",
@@ -167,7 +188,11 @@ fn hand_crate() -> String {
     for i in 0..AGENTS {
         body(i, &mut s);
     }
-    let _ = write!(s, "    /// Upper bound on turns.\n    pub const MAX_HOPS: u32 = {};\n\n", max_hops());
+    let _ = write!(
+        s,
+        "    /// Upper bound on turns.\n    pub const MAX_HOPS: u32 = {};\n\n",
+        max_hops()
+    );
     s.push_str("    /// The authorities.\n    pub mod authority {\n");
     for i in 0..AGENTS {
         let _ = write!(
@@ -183,7 +208,11 @@ fn hand_crate() -> String {
         );
         for t in targets(i) {
             let ty = t.map_or("Done".to_string(), |j| format!("In{j}"));
-            let _ = writeln!(s, "            /// A handoff.\n            {}({ty}),", variant(t));
+            let _ = writeln!(
+                s,
+                "            /// A handoff.\n            {}({ty}),",
+                variant(t)
+            );
         }
         let _ = write!(
             s,
@@ -191,12 +220,18 @@ fn hand_crate() -> String {
         );
     }
     for i in 0..AGENTS {
-        let _ = writeln!(s, "    impl workflow_core::Owns<authority::R{i}> for a{i}::Agent {{}}");
+        let _ = writeln!(
+            s,
+            "    impl workflow_core::Owns<authority::R{i}> for a{i}::Agent {{}}"
+        );
     }
     s.push_str("\n    const _: () = {\n        const fn owns<A: workflow_core::Owns<Au>, Au: Authority>() {}\n");
     for i in 0..AGENTS {
         for j in targets(i).into_iter().flatten() {
-            let _ = writeln!(s, "        owns::<a{j}::Agent, <In{j} as Handoff>::Authority>();");
+            let _ = writeln!(
+                s,
+                "        owns::<a{j}::Agent, <In{j} as Handoff>::Authority>();"
+            );
         }
     }
     s.push_str("    };\n\n");
@@ -218,7 +253,12 @@ fn hand_crate() -> String {
         );
     }
     // Edges: 0 is START -> a0, then each agent's targets in order.
-    let mut edges = vec![("Node::Start".to_string(), "Node::Agent(0)".to_string(), "u32".to_string(), "input")];
+    let mut edges = vec![(
+        "Node::Start".to_string(),
+        "Node::Agent(0)".to_string(),
+        "u32".to_string(),
+        "input",
+    )];
     let mut index = Vec::new();
     for i in 0..AGENTS {
         let mut row = Vec::new();
@@ -258,7 +298,11 @@ fn hand_crate() -> String {
     }
     s.push_str("    /// The definition of the workflow.\n    #[derive(Debug, Clone, Copy, Default)]\n    pub struct Spec;\n\n    /// The executor.\n    pub type Workflow = Executor<Spec>;\n\n    /// Which agent runs next.\n    pub enum State {\n");
     for i in 0..AGENTS {
-        let _ = writeln!(s, "        /// `a{i}` runs next.\n        A{i}({}),", input(i));
+        let _ = writeln!(
+            s,
+            "        /// `a{i}` runs next.\n        A{i}({}),",
+            input(i)
+        );
     }
     s.push_str("    }\n\n    /// The static graph.\n    pub static GRAPH: Graph = Graph {\n        name: \"wide\",\n        agents: &[\n");
     for i in 0..AGENTS {
@@ -278,7 +322,10 @@ fn hand_crate() -> String {
     s.push_str("        ],\n        tools: &[],\n        input: \"u32\",\n        output: \"Done\",\n        max_hops: MAX_HOPS,\n    };\n\n");
     s.push_str("    impl workflow_core::Workflow for Spec {\n        type Input = u32;\n        type Output = Done;\n        type Root = ();\n        type Deps = ();\n        type State = State;\n\n        const GRAPH: &'static Graph = &GRAPH;\n\n        fn start(input: u32, run: &mut Runtime<'_, Spec>) -> Result<State, RunError> {\n            run.handoff(0, &input, None)?;\n            Ok(State::A0(input))\n        }\n\n        async fn turn<'a, 'x>(\n            state: State,\n            run: &'a mut Runtime<'x, Spec>,\n        ) -> Result<Transition<Spec>, RunError> {\n            match state {\n");
     for i in 0..AGENTS {
-        let _ = writeln!(s, "                State::A{i}(input) => run.turn::<a{i}::Agent>(input).await,");
+        let _ = writeln!(
+            s,
+            "                State::A{i}(input) => run.turn::<a{i}::Agent>(input).await,"
+        );
     }
     s.push_str("            }\n        }\n\n        fn agent_of(state: &State) -> u16 {\n            match state {\n");
     for i in 0..AGENTS {
@@ -296,11 +343,18 @@ fn plain_crate() -> String {
     let mut s = String::from(
         "//! Generated by `examples/gen_compile_bench.rs`: 50 agents, 200 edges, a plain enum and match.\n\n/// What a run ends with.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct Done {\n    /// Steps done.\n    pub n: u32,\n}\n\n/// The workflow.\npub mod wide {\n    use super::Done;\n\n",
     );
-    let _ = write!(s, "    /// Upper bound on turns.\n    pub const MAX_HOPS: u32 = {};\n\n", max_hops());
+    let _ = write!(
+        s,
+        "    /// Upper bound on turns.\n    pub const MAX_HOPS: u32 = {};\n\n",
+        max_hops()
+    );
     // Stand-ins for the contract part types, so that the payloads have the same shape.
     s.push_str("    /// The step.\n    #[derive(Debug, Clone)]\n    pub struct Operation(pub String, pub String);\n    impl Operation {\n        fn new(a: &str, b: &str) -> Self {\n            Operation(a.into(), b.into())\n        }\n    }\n    /// A scope.\n    #[derive(Debug, Clone)]\n    pub struct Scope<A>(pub A);\n    /// Evidence.\n    #[derive(Debug, Clone)]\n    pub struct Evidence;\n    /// Uncertainty.\n    #[derive(Debug, Clone)]\n    pub struct Uncertainty;\n    /// A stop condition.\n    #[derive(Debug, Clone)]\n    pub struct StopWhen(pub u32);\n    impl StopWhen {\n        fn at_hop(h: u32) -> Self {\n            StopWhen(h)\n        }\n    }\n\n    /// The authorities.\n    pub mod authority {\n");
     for i in 0..AGENTS {
-        let _ = writeln!(s, "        /// `R{i}`.\n        #[derive(Debug, Clone, Copy)]\n        pub struct R{i};");
+        let _ = writeln!(
+            s,
+            "        /// `R{i}`.\n        #[derive(Debug, Clone, Copy)]\n        pub struct R{i};"
+        );
     }
     s.push_str("    }\n\n");
     for i in 1..AGENTS {
@@ -308,25 +362,47 @@ fn plain_crate() -> String {
         payload(i, false, &mut s);
     }
     for i in 0..AGENTS {
-        let _ = write!(s, "    /// Agent `a{i}`.\n    pub mod a{i} {{\n        #[allow(unused_imports)]\n        use super::*;\n        /// Where `a{i}` may hand off.\n        pub enum Next {{\n");
+        let _ = write!(
+            s,
+            "    /// Agent `a{i}`.\n    pub mod a{i} {{\n        #[allow(unused_imports)]\n        use super::*;\n        /// Where `a{i}` may hand off.\n        pub enum Next {{\n"
+        );
         for t in targets(i) {
             let ty = t.map_or("Done".to_string(), |j| format!("In{j}"));
-            let _ = writeln!(s, "            /// A handoff.\n            {}({ty}),", variant(t));
+            let _ = writeln!(
+                s,
+                "            /// A handoff.\n            {}({ty}),",
+                variant(t)
+            );
         }
         s.push_str("        }\n    }\n\n");
     }
     for i in 0..AGENTS {
         let t = targets(i);
         let n = if i == 0 { "x" } else { "x.n" };
-        let _ = writeln!(s, "    fn a{i}(x: {}) -> a{i}::Next {{\n        match {n} % {} {{", input(i), t.len());
+        let _ = writeln!(
+            s,
+            "    fn a{i}(x: {}) -> a{i}::Next {{\n        match {n} % {} {{",
+            input(i),
+            t.len()
+        );
         for (k, tgt) in t.iter().enumerate() {
-            let arm = if k + 1 == t.len() { "_".to_string() } else { k.to_string() };
+            let arm = if k + 1 == t.len() {
+                "_".to_string()
+            } else {
+                k.to_string()
+            };
             match tgt {
                 Some(j) => {
-                    let _ = writeln!(s, "            {arm} => a{i}::Next::A{j}(in{j}(Scope(authority::R{j}), {n} + 1)),");
+                    let _ = writeln!(
+                        s,
+                        "            {arm} => a{i}::Next::A{j}(in{j}(Scope(authority::R{j}), {n} + 1)),"
+                    );
                 }
                 None => {
-                    let _ = writeln!(s, "            {arm} => a{i}::Next::End(Done {{ n: {n} }}),");
+                    let _ = writeln!(
+                        s,
+                        "            {arm} => a{i}::Next::End(Done {{ n: {n} }}),"
+                    );
                 }
             }
         }
@@ -334,7 +410,11 @@ fn plain_crate() -> String {
     }
     s.push_str("    /// Which agent runs next.\n    pub enum State {\n");
     for i in 0..AGENTS {
-        let _ = writeln!(s, "        /// `a{i}` runs next.\n        A{i}({}),", input(i));
+        let _ = writeln!(
+            s,
+            "        /// `a{i}` runs next.\n        A{i}({}),",
+            input(i)
+        );
     }
     s.push_str("    }\n\n    /// Runs the workflow to its end.\n    pub fn run(input: u32) -> Done {\n        let mut state = State::A0(input);\n        loop {\n            state = match state {\n");
     for i in 0..AGENTS {
@@ -342,7 +422,10 @@ fn plain_crate() -> String {
         for t in targets(i) {
             match t {
                 Some(j) => {
-                    let _ = writeln!(s, "                    a{i}::Next::A{j}(p) => State::A{j}(p),");
+                    let _ = writeln!(
+                        s,
+                        "                    a{i}::Next::A{j}(p) => State::A{j}(p),"
+                    );
                 }
                 None => {
                     let _ = writeln!(s, "                    a{i}::Next::End(d) => return d,");
@@ -358,7 +441,10 @@ fn plain_crate() -> String {
 fn write(dir: &Path, name: &str, deps: bool, lib: &str, root: &Path) -> std::io::Result<()> {
     let d = dir.join(name);
     std::fs::create_dir_all(d.join("src"))?;
-    std::fs::write(d.join("Cargo.toml"), cargo_toml(&format!("bench_{name}"), root, deps))?;
+    std::fs::write(
+        d.join("Cargo.toml"),
+        cargo_toml(&format!("bench_{name}"), root, deps),
+    )?;
     std::fs::write(d.join("src/lib.rs"), lib)
 }
 
@@ -384,5 +470,9 @@ fn main() {
         eprintln!("cannot write {}: {e}", out.display());
         std::process::exit(1);
     }
-    println!("{AGENTS} agents, {edges} edges (+ START), max hops {}: {}", max_hops(), out.display());
+    println!(
+        "{AGENTS} agents, {edges} edges (+ START), max hops {}: {}",
+        max_hops(),
+        out.display()
+    );
 }
