@@ -272,13 +272,13 @@ fn hand_crate() -> String {
         }
         index.push(row);
     }
-    for i in 0..AGENTS {
+    for (i, row) in index.iter().enumerate() {
         let _ = write!(
             s,
             "    impl workflow_core::Route<Spec> for a{i}::Next {{\n        fn route(self, run: &mut Runtime<'_, Spec>) -> Result<Transition<Spec>, RunError> {{\n            match self {{\n"
         );
         for (k, t) in targets(i).into_iter().enumerate() {
-            let e = index[i][k];
+            let e = row[k];
             match t {
                 Some(j) => {
                     let _ = write!(
