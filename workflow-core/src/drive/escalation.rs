@@ -54,7 +54,10 @@ impl Suspension {
 
     /// The suspension as bytes (JSON), to store anywhere.
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+        let mut bytes = serde_json::to_vec(self).unwrap_or_default();
+        // Kept by the caller, maybe for long: not the writer's doubled capacity.
+        bytes.shrink_to_fit();
+        bytes
     }
 
     /// A suspension read back from [`to_bytes`](Self::to_bytes); its chain

@@ -136,10 +136,13 @@ impl<'x, W: Workflow> Session<'x, W> {
                 output,
                 transcript: run.transcript,
             }),
-            Err(error) => Err(Aborted {
-                error,
-                transcript: run.transcript,
-            }),
+            Err(error) => {
+                // A stopped run may be held for long (a suspension waiting
+                // for a person): keep only what it recorded.
+                let mut transcript = run.transcript;
+                transcript.shrink_to_fit();
+                Err(Aborted { error, transcript })
+            }
         }
     }
 }

@@ -244,7 +244,11 @@ impl<W: Workflow> Executor<W> {
             let run_id = transcript.run_id();
             let outcome = Outcome::from(match ended {
                 Ok(output) => Ok(Completed { output, transcript }),
-                Err(error) => Err(Aborted { error, transcript }),
+                Err(error) => {
+                    let mut transcript = transcript;
+                    transcript.shrink_to_fit();
+                    Err(Aborted { error, transcript })
+                }
             });
             let status = match &outcome {
                 Outcome::Completed(_) => "completed",

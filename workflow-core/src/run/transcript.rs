@@ -88,6 +88,16 @@ impl Transcript {
         }
     }
 
+    /// Gives back what the run reserved and did not use (the up-front
+    /// reservation of [`new`](Self::new)): for a transcript kept after its
+    /// run stopped (an `Aborted` held until a decision), not on the hot path.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+        self.bytes.shrink_to_fit();
+        self.notes.shrink_to_fit();
+        self.turns.shrink_to_fit();
+    }
+
     /// The root invariants the run is pinned to, as the JSON text its first
     /// record carries (`None` when there is nothing to record: a `()` root,
     /// or a run resumed from a ledger written before roots were recorded).

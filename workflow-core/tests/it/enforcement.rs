@@ -405,6 +405,9 @@ async fn a_tool_failure_under_escalate_suspends_and_an_approval_runs_the_turn_ag
     // The suspension travels as bytes, and a fresh executor (no ledger)
     // carries the run on.
     let bytes = aborted.suspension().expect("a suspension").to_bytes();
+    // Kept for as long as the decision takes: no spare capacity (the JSON
+    // writer's doubling left up to half of it unused).
+    assert_eq!(bytes.capacity(), bytes.len());
     let suspension = Suspension::from_bytes(&bytes).expect("reads back");
     assert_eq!(suspension.run_id(), aborted.transcript.run_id());
     let (wf, shelf) = shop();
