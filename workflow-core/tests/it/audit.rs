@@ -317,7 +317,7 @@ fn dig(until_hop: u32) -> Dig {
 #[tokio::test]
 async fn a_stop_part_in_words_only_is_recorded_in_audit_mode_and_stops_in_enforce_mode() {
     let words = Dig {
-        until_hop: 5,
+        until_hop: crew::MAX_HOPS,
         stop_in_words: true,
     };
     let holes = Arc::new(AtomicU32::new(0));
