@@ -82,18 +82,25 @@ pub fn mcp_tools(graph: &crate::spec::Graph) -> Vec<McpTool> {
         .collect()
 }
 
+/// Whether [`mcp_object_schema`] wraps `schema` (a schema object whose
+/// root is not an object type): a value of it then travels as the property
+/// [`STRICT_ROOT_PROPERTY`](crate::schema::STRICT_ROOT_PROPERTY).
+pub(crate) fn mcp_wraps(schema: &Value) -> bool {
+    matches!(schema, Value::Object(fields) if fields.get("type") != Some(&json!("object")))
+}
+
 /// `schema` with an object at its root, as MCP requires of a tool's input
 /// and output schema: an object schema as it is; any other (a `String`
 /// input, a `Vec<T>` output) as the one required property
 /// [`STRICT_ROOT_PROPERTY`](crate::schema::STRICT_ROOT_PROPERTY) (`value`)
 /// of an object, its `$schema` and `$defs` kept at the root.
 pub fn mcp_object_schema(schema: Value) -> Value {
+    if !mcp_wraps(&schema) {
+        return schema;
+    }
     let Value::Object(mut fields) = schema else {
         return schema;
     };
-    if fields.get("type") == Some(&json!("object")) {
-        return Value::Object(fields);
-    }
     let dialect = fields.remove("$schema");
     let mut defs = match fields.remove("$defs") {
         Some(Value::Object(defs)) => defs,

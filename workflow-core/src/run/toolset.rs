@@ -73,7 +73,7 @@ fn unwrapped<W: Workflow, T: Tool<W>>(
     schema: &serde_json::Value,
     arguments: serde_json::Value,
 ) -> Result<serde_json::Value, ModelError> {
-    if crate::export::mcp_object_schema(schema.clone()) == *schema {
+    if !crate::export::mcp_wraps(schema) {
         return Ok(arguments);
     }
     let property = crate::export::STRICT_ROOT_PROPERTY;
