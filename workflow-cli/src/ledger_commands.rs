@@ -310,11 +310,32 @@ pub(crate) fn run(
             say(out, root_line(records.first()));
             for r in records {
                 say(out, line(&r));
+                // What the turn did with leases (renewals asked and their
+                // answers, revocations): always shown, like the receipt.
+                for act in r.turn.iter().flat_map(|t| &t.leases) {
+                    say(out, format_args!("    lease: {act}"));
+                }
                 if tools {
                     for call in tool_calls(&r) {
                         say(out, call);
                     }
                 }
+            }
+            // An operator's revocations, kept beside the records.
+            let revoked = ledger
+                .revocations(run)
+                .map_err(|e| BadInput(e.to_string()))?;
+            for r in revoked {
+                let after = r
+                    .after
+                    .map_or("before any record".to_owned(), |s| format!("after #{s}"));
+                say(
+                    out,
+                    format_args!(
+                        "revoked by {}: the lease granted at #{} ({after})",
+                        r.by, r.lease.seq
+                    ),
+                );
             }
             Ok(true)
         }

@@ -94,6 +94,10 @@ pub use spec::{
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
 // What backs an evidence item (its own line: the list above is long).
 pub use spec::Citation;
+// What a turn does with leases, and an operator's revocation as kept.
+pub use spec::{
+    LeaseAct, RenewalOutcome, RenewalRefused, RevokeRefused, SenderScope, StoredRevocation,
+};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.

@@ -390,6 +390,7 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
         trace_id: String::new(),
         span_id: String::new(),
         root: None,
+        sender_scope: None,
         mode: Default::default(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),

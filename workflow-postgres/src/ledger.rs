@@ -202,6 +202,60 @@ impl Ledger for PostgresLedger {
         })
     }
 
+    fn append_revocation(
+        &self,
+        revocation: &workflow_core::StoredRevocation,
+    ) -> Result<(), LedgerError> {
+        let json = serde_json::to_string(revocation).map_err(unencodable)?;
+        let run_id = id(revocation.lease.run_id);
+        self.conn.call(move |client| {
+            let mut tx = client.transaction().map_err(storage)?;
+            // One writer of a run's revocations at a time: the index is
+            // the count so far.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&run_id])
+                .map_err(storage)?;
+            tx.execute(
+                "INSERT INTO workflow_revocations (run_id, idx, revocation)
+                 VALUES ($1, (SELECT COUNT(*) FROM workflow_revocations WHERE run_id = $1), $2)",
+                &[&run_id, &json],
+            )
+            .map_err(storage)?;
+            tx.commit().map_err(storage)
+        })
+    }
+
+    fn revocations(
+        &self,
+        run_id: u64,
+    ) -> Result<Vec<workflow_core::StoredRevocation>, LedgerError> {
+        self.conn.call(move |client| {
+            let rows = client
+                .query(
+                    "SELECT idx, revocation FROM workflow_revocations
+                     WHERE run_id = $1 ORDER BY idx",
+                    &[&id(run_id)],
+                )
+                .map_err(storage)?;
+            rows.iter()
+                .map(|row| {
+                    let idx: i64 = row.get(0);
+                    let text: String = row.get(1);
+                    let revocation: workflow_core::StoredRevocation = serde_json::from_str(&text)
+                        .map_err(|e| {
+                        LedgerError::Corrupt(format!("run {run_id} revocation {idx}: {e}"))
+                    })?;
+                    if revocation.lease.run_id != run_id {
+                        return Err(LedgerError::Corrupt(format!(
+                            "run {run_id} revocation {idx} names run {}",
+                            revocation.lease.run_id
+                        )));
+                    }
+                    Ok(revocation)
+                })
+                .collect()
+        })
+    }
+
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
         self.conn.call(move |client| {
             let rows = client

@@ -6,7 +6,7 @@ use crate::OpenError;
 use crate::connection::describe;
 
 /// The schema version this library writes, and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` takes a database from version `i` to version `i + 1`
 /// (version 0: no ledger tables at all).
@@ -74,6 +74,15 @@ const MIGRATIONS: &[&str] = &[
          ADD COLUMN outcome TEXT,
          ADD CONSTRAINT workflow_queue_state_check
              CHECK (state IN ('queued', 'claimed', 'suspended', 'done'));",
+    // 4: operators' revocations of leases (`Executor::revoke`), kept beside
+    // the records so that a run resumed anywhere applies them again; in the
+    // order they were kept.
+    "CREATE TABLE workflow_revocations (
+         run_id BIGINT NOT NULL,
+         idx BIGINT NOT NULL,
+         revocation TEXT NOT NULL,
+         PRIMARY KEY (run_id, idx)
+     );",
 ];
 
 /// The tables the migrations create, besides the version table: found
@@ -84,6 +93,7 @@ const TABLES: &[&str] = &[
     "workflow_tool_calls",
     "workflow_queue",
     "workflow_leases",
+    "workflow_revocations",
 ];
 
 /// Serializes the check among processes connecting at once

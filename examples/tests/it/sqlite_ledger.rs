@@ -155,6 +155,7 @@ fn a_duplicate_record_is_refused() {
         trace_id: String::new(),
         span_id: String::new(),
         root: None,
+        sender_scope: None,
         mode: Default::default(),
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),

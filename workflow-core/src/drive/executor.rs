@@ -158,12 +158,30 @@ impl<W: Workflow> Executor<W> {
     /// Revokes `lease` (the lease granted by transfer record `seq` of run
     /// `run_id`): the next receipt of that run rejects it
     /// ([`RejectReason::LeaseRevoked`]), whether it is the lease being
-    /// delivered or the one its sender worked under, and the next tool
-    /// call made under it is refused (`ToolErrorKind::OutOfScope`). The
-    /// rejection and the refusal are recorded, as every receipt and tool
-    /// call is. Takes effect in runs under way.
-    pub fn revoke(&self, lease: crate::spec::LeaseId) {
+    /// delivered or one it derives from (the one its sender worked under,
+    /// and so on), and the next tool call made under it is refused
+    /// (`ToolErrorKind::OutOfScope`). The rejection and the refusal are
+    /// recorded, as every receipt and tool call is. Takes effect at once in
+    /// runs under way in this process.
+    ///
+    /// With a ledger attached the revocation is kept there too
+    /// ([`Ledger::append_revocation`](crate::ledger::Ledger::append_revocation)),
+    /// so that it survives a restart: [`resume`](Self::resume) applies it
+    /// again, and [`replay_run`](Self::replay_run) applies it after the
+    /// record it followed. A ledger that cannot keep it is an error (the
+    /// revocation still holds in this process).
+    pub fn revoke(&self, lease: crate::spec::LeaseId) -> Result<(), crate::spec::LedgerError> {
         self.revocations.revoke(lease);
+        let Some(ledger) = self.ledger.as_deref() else {
+            return Ok(());
+        };
+        let after = ledger.head(lease.run_id)?.map(|(seq, _)| seq);
+        ledger.append_revocation(&crate::spec::StoredRevocation {
+            lease,
+            by: self.holder.clone(),
+            after,
+            at_unix_ms: crate::run::unix_now_ms(),
+        })
     }
 
     /// Shares `revocations` with this executor: a lease revoked in it (by
@@ -456,6 +474,11 @@ impl<W: Workflow> Executor<W> {
             records,
         )
         .map_err(fail)?;
+        // Operators' revocations, kept beside the records: applied again.
+        let revoked = ledger
+            .revocations(run_id)
+            .map_err(|e| fail(e.to_string()))?;
+        run.apply_revocations(revoked.iter().map(|r| (r.lease.seq, None)));
         // The calls the turn cut by a crash made: served, not made again.
         let turn_seq = records.len() as u32;
         let journaled = ledger

@@ -18,6 +18,8 @@ pub struct MemoryLedger {
     /// The lease of each run; its lock is taken first and held across a
     /// leased write, which makes the check and the write one step.
     leases: Mutex<BTreeMap<u64, LeaseRow>>,
+    /// Operators' revocations, by run, in the order they were kept.
+    revocations: Mutex<BTreeMap<u64, Vec<crate::spec::StoredRevocation>>>,
 }
 
 impl MemoryLedger {
@@ -123,6 +125,29 @@ impl Ledger for MemoryLedger {
 
     fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
         Ok(self.leases.lock().map_err(poisoned)?.get(&run_id).cloned())
+    }
+
+    fn append_revocation(
+        &self,
+        revocation: &crate::spec::StoredRevocation,
+    ) -> Result<(), LedgerError> {
+        self.revocations
+            .lock()
+            .map_err(poisoned)?
+            .entry(revocation.lease.run_id)
+            .or_default()
+            .push(revocation.clone());
+        Ok(())
+    }
+
+    fn revocations(&self, run_id: u64) -> Result<Vec<crate::spec::StoredRevocation>, LedgerError> {
+        Ok(self
+            .revocations
+            .lock()
+            .map_err(poisoned)?
+            .get(&run_id)
+            .cloned()
+            .unwrap_or_default())
     }
 
     fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {

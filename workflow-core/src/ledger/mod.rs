@@ -101,6 +101,15 @@ pub struct LedgerRecord {
     /// audited run.
     #[serde(default, skip_serializing_if = "crate::spec::Mode::is_enforce")]
     pub mode: crate::spec::Mode,
+    /// The scope the sender worked under when it sent this transfer (its
+    /// own lease, renewals included): what the receipt checks the lease the
+    /// transfer carries against, recorded so that a run resumed with the
+    /// transfer waiting for its receipt checks the same. Absent for a
+    /// transfer from `START` or from a turn under no scope, and in ledgers
+    /// written before it existed (which hash and verify as before; their
+    /// leases are checked against the run's bounds only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_scope: Option<crate::spec::SenderScope>,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -160,6 +169,17 @@ impl LedgerRecord {
         // Hashed only when not the default: enforced records hash as before.
         if self.mode == crate::spec::Mode::Audit {
             field(b"mode=audit");
+        }
+        // The sender's scope came later still: hashed only when recorded,
+        // tagged like the root.
+        if let Some(scope) = &self.sender_scope {
+            field(b"sender_scope");
+            field(scope.authority.as_bytes());
+            field(
+                serde_json::to_string(&scope.expires)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
         }
         hex::encode(h.finalize())
     }
@@ -317,6 +337,31 @@ pub trait Ledger: Send + Sync {
     fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
         let _ = lease;
         Ok(())
+    }
+
+    /// Keeps an operator's revocation of a lease (`Executor::revoke`)
+    /// durably, beside the run's records: a run resumed from this ledger,
+    /// by any process, applies it again, and so does a replay
+    /// (`Executor::replay_run`). Revoking one lease twice keeps both.
+    ///
+    /// The default keeps nothing and says so (an error): a revocation is
+    /// never dropped silently.
+    fn append_revocation(
+        &self,
+        revocation: &crate::spec::StoredRevocation,
+    ) -> Result<(), LedgerError> {
+        Err(LedgerError::Storage(format!(
+            "this ledger keeps no revocations: the revocation of lease #{} of run {} holds only in this process",
+            revocation.lease.seq, revocation.lease.run_id
+        )))
+    }
+
+    /// The revocations kept for `run_id`
+    /// ([`append_revocation`](Self::append_revocation)), in the order they
+    /// were kept. The default: none kept.
+    fn revocations(&self, run_id: u64) -> Result<Vec<crate::spec::StoredRevocation>, LedgerError> {
+        let _ = run_id;
+        Ok(Vec::new())
     }
 
     /// The lease row of `run_id`: who holds (or last held) it, its newest

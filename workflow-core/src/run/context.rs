@@ -24,6 +24,10 @@ pub struct Context<'x, W: Workflow, A> {
     /// The transfer record that granted the turn's scope (its lease's id
     /// with the run's).
     pub(crate) lease_seq: u32,
+    /// The expiry of the scope the lease's grantor worked under when it
+    /// granted it (`None`: none, or the run's caller): what a renewal must
+    /// stay within, with the run's bounds.
+    pub(crate) grantor: Option<Expiry>,
     pub(crate) shared: Arc<RunShared>,
     /// The sequence number the record of this turn's outcome takes (its
     /// handoff, or the record of its failure): with the call's index, what
@@ -80,6 +84,12 @@ pub(crate) struct RunShared {
     pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
     /// What the agents' earlier turns are read from.
     pub(crate) earlier: std::sync::Mutex<crate::run::EarlierLog>,
+    /// The leases revoked in the run, the current turn's renewal and lease
+    /// acts (`run/lease_book.rs`).
+    pub(crate) leases: std::sync::Mutex<crate::run::LeaseBook>,
+    /// Set once the lease book holds anything: until then a lease check
+    /// costs one atomic load.
+    pub(crate) leases_used: std::sync::atomic::AtomicBool,
 }
 
 /// The log of the current turn.
@@ -204,7 +214,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         Lease::granted(
             authority,
             self.hop,
-            self.scope.map(|(_, expires)| expires),
+            self.lease_expires(),
             self.shared.max_hops,
         )
     }
@@ -454,6 +464,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             hop: self.hop,
             scope: self.scope,
             lease_seq: self.lease_seq,
+            grantor: self.grantor,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),

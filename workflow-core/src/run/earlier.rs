@@ -113,6 +113,12 @@ struct Logged {
     /// The agent whose turn made the transfer, with that turn's input.
     turn: Option<(u16, u32)>,
     to: Node,
+    /// The agent that sent the transfer (a redelivery's too).
+    from: Option<u16>,
+    /// The lease its sender worked under: the sender's input (for a
+    /// redelivery, the original transfer's); what a lease granted by this
+    /// transfer derives from.
+    under: Option<u32>,
 }
 
 impl EarlierLog {
@@ -125,8 +131,24 @@ impl EarlierLog {
         format: PayloadFormat,
         bytes: &[u8],
         turn: Option<(u16, usize)>,
-        to: Node,
+        (from, to): (Node, Node),
+        redelivery: bool,
     ) {
+        let from = match from {
+            Node::Agent(a) => Some(a),
+            _ => None,
+        };
+        // A redelivery carries the lease of the transfer it repeats: the
+        // last one between the same two nodes.
+        let under = if redelivery {
+            self.transfers
+                .iter()
+                .rev()
+                .find(|t| t.from == from && t.to == to)
+                .and_then(|t| t.under)
+        } else {
+            turn.map(|(_, input)| input as u32)
+        };
         debug_assert_eq!(seq, self.transfers.len(), "transfers are logged in order");
         if self.transfers.is_empty() {
             // One allocation each for a typical run's first rounds.
@@ -141,6 +163,8 @@ impl EarlierLog {
             end: self.bytes.len() as u32,
             turn: turn.map(|(agent, input)| (agent, input as u32)),
             to,
+            from,
+            under,
         });
         self.turns += u32::from(turn.is_some());
     }
@@ -148,6 +172,32 @@ impl EarlierLog {
     /// Turns logged so far.
     pub(crate) fn turn_count(&self) -> u32 {
         self.turns
+    }
+
+    /// The lease transfer `seq` was granted under (its sender's input),
+    /// if its sender was an agent working on one.
+    pub(crate) fn granted_under(&self, seq: u32) -> Option<u32> {
+        self.transfers.get(seq as usize)?.under
+    }
+
+    /// Who sent transfer `seq` and to whom (`None`: no such transfer).
+    pub(crate) fn ends(&self, seq: u32) -> Option<(Option<u16>, Node)> {
+        let t = self.transfers.get(seq as usize)?;
+        Some((t.from, t.to))
+    }
+
+    /// The leases transfer `seq`'s lease derives from, itself first: each
+    /// one the lease its granting turn worked under, back to the run's
+    /// input.
+    pub(crate) fn lease_chain(&self, seq: u32) -> Vec<u32> {
+        let mut chain = vec![seq];
+        let mut at = seq;
+        // Each step goes to an earlier transfer: the walk ends.
+        while let Some(under) = self.granted_under(at).filter(|u| *u < at) {
+            chain.push(under);
+            at = under;
+        }
+        chain
     }
 
     /// The log of transcript `t` as a run that made it would have built it
@@ -168,12 +218,14 @@ impl EarlierLog {
                 _ => None,
             };
             let to = edge.map_or(Node::End, |edge| edge.to);
+            let from = edge.map_or(Node::Start, |edge| edge.from);
             log.log(
                 i,
                 e.format,
                 t.payload_bytes(i).unwrap_or_default(),
                 turn,
-                to,
+                (from, to),
+                e.redelivery,
             );
             if let Node::Agent(to) = to
                 && e.status.ran()
@@ -251,7 +303,8 @@ impl<W: Workflow> Runtime<'_, W> {
             e.format,
             t.payload_bytes(i).unwrap_or_default(),
             turn,
-            to,
+            (from, to),
+            e.redelivery,
         );
         self.logged_turns = log.turn_count();
     }

@@ -9,13 +9,10 @@
 use std::borrow::Cow;
 
 use crate::run::Runtime;
-use crate::spec::{ContractView, Expiry, LeaseId, Node, RejectReason, Workflow};
+use std::sync::atomic::Ordering;
 
-/// Slack allowed between a lease's wall-clock expiry and the run's
-/// deadline as the receipt computes it: the sender computes its lease from
-/// a clock read earlier (`cx.time_left()`), and the two readings round
-/// differently.
-const DEADLINE_SLACK_MS: u64 = 1_000;
+use crate::run::{outlives_grantor, unix_now_ms};
+use crate::spec::{ContractView, Expiry, LeaseAct, Node, RejectReason, Workflow};
 
 impl<W: Workflow> Runtime<'_, W> {
     /// Whether the transfer waiting for its receipt comes from an agent
@@ -39,7 +36,8 @@ impl<W: Workflow> Runtime<'_, W> {
         })
     }
 
-    /// The lease outlives its sender's own scope, the run's hop cap or the
+    /// The lease outlives its sender's own scope (as recorded with the
+    /// transfer, so the same after a resume), the run's hop cap or the
     /// run's deadline (in that order). The sender's word is checked, never
     /// clamped: a lease it could not grant is rejected.
     pub(super) fn check_lease_within_grantor(
@@ -50,65 +48,97 @@ impl<W: Workflow> Runtime<'_, W> {
             return None;
         }
         let lease = contract.expires;
-        let outlives = |grantor: Expiry, bound: &'static str| {
-            (!lease.within(grantor)).then_some(RejectReason::LeaseOutlivesGrantor {
-                authority: Cow::Borrowed(contract.authority),
-                lease,
-                grantor,
-                bound: Cow::Borrowed(bound),
-            })
-        };
-        if let Some(reason) = self.grantor.and_then(|(_, g)| outlives(g, "sender_scope")) {
-            return Some(reason);
-        }
-        if let Expiry::AtHop(hop) = lease
-            && hop > self.max_hops
-        {
-            return outlives(Expiry::AtHop(self.max_hops), "hop_cap");
-        }
-        if let (Expiry::AtUnixMs(ms), Some(after_ms)) = (lease, self.limits.deadline_ms) {
-            let deadline = unix_now_ms().saturating_add(after_ms.saturating_sub(self.elapsed_ms()));
-            if ms > deadline.saturating_add(DEADLINE_SLACK_MS) {
-                return outlives(Expiry::AtUnixMs(deadline), "deadline");
-            }
-        }
-        None
+        let pending = self.transcript.len().checked_sub(1)?;
+        let grantor = self.transcript.sender_scope(pending).map(|(_, e)| e);
+        let deadline = self.limits.deadline_ms.map(|after_ms| {
+            unix_now_ms().saturating_add(after_ms.saturating_sub(self.elapsed_ms()))
+        });
+        let (grantor, bound) = outlives_grantor(lease, grantor, self.max_hops, deadline)?;
+        Some(RejectReason::LeaseOutlivesGrantor {
+            authority: Cow::Borrowed(contract.authority),
+            lease,
+            grantor,
+            bound: Cow::Borrowed(bound),
+        })
     }
 }
 
 impl<W: Workflow> Runtime<'_, W> {
-    /// The lease the transfer carries, or the one its sender worked under,
-    /// was revoked (`Executor::revoke`).
+    /// The lease the transfer carries, or one it derives from (the one its
+    /// sender worked under, and so on back to the run's input), was
+    /// revoked: by an operator (`Executor::revoke`) or by its grantor from
+    /// a later turn (`cx.revoke`). The reason names the revoked lease's
+    /// record and its authority.
     pub(super) fn check_lease_revoked(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
-        let revocations = self.shared.revocations.as_deref()?;
-        let run_id = self.transcript.run_id;
-        let revoked = |seq: usize| {
-            revocations.is_revoked(LeaseId {
-                run_id,
-                seq: seq as u32,
-            })
+        let pending = u32::try_from(self.transcript.len().checked_sub(1)?).ok()?;
+        let revoked = self.shared.void_lease(pending, pending)?;
+        // A lease's authority is what the transfers made under it record
+        // as their sender's scope.
+        let authority = if revoked == pending {
+            contract.authority
+        } else {
+            let made_under = {
+                let log = self.shared.earlier();
+                (revoked + 1..=pending).find(|s| log.granted_under(*s) == Some(revoked))
+            };
+            made_under
+                .and_then(|s| self.transcript.sender_scope(s as usize))
+                .map_or(contract.authority, |(authority, _)| authority)
         };
-        let pending = self.transcript.len().checked_sub(1)?;
-        if revoked(pending) {
-            return Some(RejectReason::LeaseRevoked {
-                authority: Cow::Borrowed(contract.authority),
-                seq: pending as u32,
-            });
-        }
-        let (authority, _) = self.grantor?;
-        if self.sent_by_agent() && revoked(self.turn_input) {
-            return Some(RejectReason::LeaseRevoked {
-                authority: Cow::Borrowed(authority),
-                seq: self.turn_input as u32,
-            });
-        }
-        None
+        Some(RejectReason::LeaseRevoked {
+            authority: Cow::Borrowed(authority),
+            seq: revoked,
+        })
     }
-}
 
-/// Wall-clock milliseconds since the Unix epoch.
-fn unix_now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    /// The current turn's lease acts, for its record; a renewal it was
+    /// granted becomes its scope (what the leases it grants and the next
+    /// receipt are checked against).
+    pub(super) fn end_turn_leases(&mut self) -> Vec<LeaseAct> {
+        if !self.shared.leases_used.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        let (acts, renewed) = self.shared.leases().end_turn();
+        if let (Some((seq, expires)), Some((authority, _))) = (renewed, self.turn_scope)
+            && seq as usize == self.turn_input
+        {
+            self.turn_scope = Some((authority, expires));
+        }
+        acts
+    }
+
+    /// The revocations a grantor recorded with its turns, applied again to
+    /// a run rebuilt from its records.
+    pub(super) fn restore_revocations(&mut self) {
+        let revoked: Vec<u32> = self
+            .transcript
+            .turns
+            .iter()
+            .flat_map(|(_, turn)| &turn.leases)
+            .filter_map(|act| match act {
+                LeaseAct::Revocation { lease } => Some(*lease),
+                _ => None,
+            })
+            .collect();
+        self.apply_revocations(revoked.into_iter().map(|seq| (seq, None)));
+    }
+
+    /// Applies revocations of this run's leases (by their record, each
+    /// from the record after `after` on, or from the start): an operator's,
+    /// read back from the ledger on resume and in a replay.
+    pub(crate) fn apply_revocations(
+        &mut self,
+        revoked: impl IntoIterator<Item = (u32, Option<u32>)>,
+    ) {
+        let mut book = self.shared.leases();
+        let mut any = false;
+        for (seq, after) in revoked {
+            book.revoke(seq, after);
+            any = true;
+        }
+        drop(book);
+        if any {
+            self.shared.mark_leases();
+        }
+    }
 }

@@ -95,10 +95,6 @@ pub struct Runtime<'x, W: Workflow> {
     pub(crate) next_turn: TurnStart,
     /// The scope of the handoff the current turn works under.
     pub(super) turn_scope: Option<(&'static str, Expiry)>,
-    /// The scope (authority, expiry) the sender of the transfer being
-    /// received worked under (`None`: no scope): the lease it grants must
-    /// not outlive it, and is void once it is revoked.
-    pub(super) grantor: Option<(&'static str, Expiry)>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).
     pub(super) prev_hash: Arc<str>,
@@ -213,7 +209,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn_scope: None,
-            grantor: None,
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
@@ -314,6 +309,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 at_us: r.at_us,
             });
             let i = t.entries.len() - 1;
+            if let Some(scope) = &r.sender_scope {
+                let authority = crate::run::lease_book::authority_named::<W>(&scope.authority)
+                    .ok_or_else(|| {
+                        format!(
+                            "record #{} names a sender scope over authority `{}`, which the workflow does not have",
+                            r.seq, scope.authority
+                        )
+                    })?;
+                t.sender_scopes.push((i as u32, authority, scope.expires));
+            }
             t.note(i, r.receipt.clone());
             if let Some(turn) = &r.turn {
                 t.turns.push((i as u32, turn.clone()));
@@ -363,6 +368,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let recorded = None;
         let lease = run.lease.as_ref().map(|held| held.lease.clone());
         run.renew_shared(recorded, lease);
+        run.restore_revocations();
         Ok(run)
     }
 
@@ -413,6 +419,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             // The transfer the turn works on: the last one (a returned
             // turn's is set by `start_returned`).
             lease_seq: (self.transcript.len() as u32).saturating_sub(1),
+            grantor: self
+                .transcript
+                .sender_scope(self.transcript.len().saturating_sub(1))
+                .map(|(_, expires)| expires),
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
             journal: self.ledger.map(|ledger| crate::run::context::Journal {
@@ -457,6 +467,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
             .collect();
         let earlier = std::mem::take(&mut *self.shared.earlier());
+        let leases = std::mem::take(&mut *self.shared.leases());
+        let leases_used = self.shared.leases_used.load(Ordering::Acquire);
         self.shared = Arc::new(RunShared {
             run_id: self.transcript.run_id,
             max_hops: self.max_hops,
@@ -468,6 +480,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             lease,
             edge_uses,
             earlier: std::sync::Mutex::new(earlier),
+            leases: std::sync::Mutex::new(leases),
+            leases_used: std::sync::atomic::AtomicBool::new(leases_used),
             ..RunShared::default()
         });
     }
@@ -538,6 +552,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         model_calls: Vec::new(),
                         usage: Usage::default(),
                         unresolved,
+                        leases: Vec::new(),
                     },
                 )),
             }
@@ -664,6 +679,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // Verdicts belong to one transfer; the mode goes into every record.
         self.audited.clear();
         t.mode = self.limits.mode;
+        // What the sender worked under, for the receipt of the lease it
+        // grants (now, or after a resume).
+        if let (Node::Agent(_), Some((authority, expires))) = (info.from, self.turn_scope) {
+            t.sender_scopes
+                .push((t.entries.len() as u32, authority, expires));
+        }
         t.entries.push(Entry {
             hop: self.hops,
             edge,
@@ -864,7 +885,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
     ) -> Result<Context<'x, W, A>, RunError> {
         let contract = A::contract(input);
-        self.grantor = self.turn_scope;
         self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
@@ -899,6 +919,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.shared.mark();
         let mut cx = self.context::<A>(self.turn_scope);
         cx.lease_seq = self.turn_input as u32;
+        cx.grantor = self
+            .transcript
+            .sender_scope(self.turn_input)
+            .map(|(_, expires)| expires);
         self.hops += 1;
         Ok(cx)
     }
@@ -1068,7 +1092,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         log.approval = None;
         drop(log);
         self.spent.add(&usage);
-        let logged = !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero();
+        let leases = self.end_turn_leases();
+        let logged =
+            !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero() || !leases.is_empty();
         let record = logged.then(|| TurnRecord {
             agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
             input_seq: self.turn_input as u32,
@@ -1076,6 +1102,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             model_calls,
             usage,
             unresolved: Vec::new(),
+            leases,
         });
         (record, failure)
     }
@@ -1152,6 +1179,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 error: "the run's records exceed 4 GiB of payload bytes".into(),
             });
         };
+        // The same transfer again: sent under the same scope.
+        let original = t.entries.iter().rposition(|e| e.edge == edge);
+        if let Some((authority, expires)) = original.and_then(|o| t.sender_scope(o)) {
+            t.sender_scopes
+                .push((t.entries.len() as u32, authority, expires));
+        }
         t.entries.push(Entry {
             hop: self.hops,
             edge,

@@ -18,7 +18,7 @@ fn check_scope(
     tool: &'static str,
     needs: Option<&'static str>,
     at: &CallSite<'_>,
-    revocations: Option<&crate::spec::Revocations>,
+    shared: &RunShared,
 ) -> Result<(), ToolError> {
     let Some(needs) = needs else {
         return Ok(());
@@ -46,6 +46,8 @@ fn check_scope(
             ),
         ));
     }
+    // A renewal granted in this turn replaces the expiry delivered.
+    let expires = shared.renewed(at.lease_seq).unwrap_or(expires);
     if expires.expired_at(&crate::spec::Moment::at_hop(hop)) {
         return Err(ToolError::of(
             tool,
@@ -53,19 +55,16 @@ fn check_scope(
             format!("the scope over authority `{needs}` has expired"),
         ));
     }
-    let lease = crate::spec::LeaseId {
-        run_id: at.run_id,
-        seq: at.lease_seq,
-    };
-    if revocations.is_some_and(|r| r.is_revoked(lease)) {
-        return Err(ToolError::of(
-            tool,
-            ToolErrorKind::OutOfScope,
+    if let Some(revoked) = shared.void_lease(at.lease_seq, at.turn_seq) {
+        let message = if revoked == at.lease_seq {
+            format!("the lease on authority `{needs}` granted at record {revoked} was revoked")
+        } else {
             format!(
-                "the lease on authority `{needs}` granted at record {} was revoked",
-                lease.seq
-            ),
-        ));
+                "the lease on authority `{needs}` granted at record {} derives from the lease granted at record {revoked}, which was revoked",
+                at.lease_seq
+            )
+        };
+        return Err(ToolError::of(tool, ToolErrorKind::OutOfScope, message));
     }
     Ok(())
 }
@@ -113,7 +112,7 @@ pub(crate) async fn call_tool<W: Workflow, T: Tool<W>>(
         let arguments = arguments
             .as_ref()
             .map_err(|e| ToolError::new(T::NAME, format!("the arguments do not serialize: {e}")))?;
-        match check_scope(T::NAME, T::NEEDS, &at, shared.revocations.as_deref()) {
+        match check_scope(T::NAME, T::NEEDS, &at, shared) {
             Err(refused) if at.mode == crate::spec::Mode::Audit => {
                 crate::observe::telemetry::audit_tool_call::<W, T>();
                 audit = Some(refused.message.clone());

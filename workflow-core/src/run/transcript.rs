@@ -72,6 +72,9 @@ pub struct Transcript {
     pub(crate) root: Option<String>,
     /// The executor's mode, written into every record.
     pub(crate) mode: crate::spec::Mode,
+    /// The scope each transfer's sender worked under when it sent it, by
+    /// entry, for the transfers whose sender had one (in entry order).
+    pub(crate) sender_scopes: Vec<(u32, &'static str, crate::spec::Expiry)>,
 }
 
 impl Transcript {
@@ -85,6 +88,7 @@ impl Transcript {
             turns: Vec::new(),
             root: None,
             mode: crate::spec::Mode::Enforce,
+            sender_scopes: Vec::new(),
         }
     }
 
@@ -96,6 +100,21 @@ impl Transcript {
         self.bytes.shrink_to_fit();
         self.notes.shrink_to_fit();
         self.turns.shrink_to_fit();
+        self.sender_scopes.shrink_to_fit();
+    }
+
+    /// The scope the sender of the `i`th transfer worked under when it sent
+    /// it (`None`: the run's caller, a turn under no scope, or a record
+    /// written before sender scopes were recorded).
+    pub(crate) fn sender_scope(&self, i: usize) -> Option<(&'static str, crate::spec::Expiry)> {
+        // Looked up from the end: the transfer asked about is nearly always
+        // the last one.
+        self.sender_scopes
+            .iter()
+            .rev()
+            .take_while(|(at, _, _)| *at as usize >= i)
+            .find(|(at, _, _)| *at as usize == i)
+            .map(|(_, authority, expires)| (*authority, *expires))
     }
 
     /// The root invariants the run is pinned to, as the JSON text its first
@@ -198,6 +217,12 @@ impl Transcript {
             // The run's header: its pinned root, on its first record only.
             root: if i == 0 { self.root.clone() } else { None },
             mode: self.mode,
+            sender_scope: self.sender_scope(i).map(|(authority, expires)| {
+                crate::spec::SenderScope {
+                    authority: Cow::Borrowed(authority),
+                    expires,
+                }
+            }),
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };

@@ -562,6 +562,11 @@ pub struct TurnRecord {
     /// them): the run's unresolved uncertainty, never dropped silently.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<String>,
+    /// What the turn did with leases: the renewals it asked for with their
+    /// answers, the leases it revoked (absent when none: the records and
+    /// hashes of other turns are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<crate::spec::LeaseAct>,
 }
 
 /// How a record's payload bytes are encoded.

@@ -42,6 +42,11 @@ impl Revocations {
         self.any.store(true, Ordering::Release);
     }
 
+    /// Whether nothing was ever revoked here.
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
     /// Whether `lease` is revoked.
     pub fn is_revoked(&self, lease: LeaseId) -> bool {
         if !self.any.load(Ordering::Acquire) {

@@ -120,7 +120,8 @@ async fn a_lease_revoked_before_its_receipt_is_rejected_there() {
     session.step().await.expect("first's turn");
     // Record 1 (first -> middle) waits for its receipt: revoke its lease.
     let run_id = session.transcript().run_id();
-    wf.revoke(LeaseId { run_id, seq: 1 });
+    wf.revoke(LeaseId { run_id, seq: 1 })
+        .expect("no ledger to keep it");
     let aborted = session.finish().await.expect_err("revoked");
     let reason = RejectReason::LeaseRevoked {
         authority: "Relay".into(),

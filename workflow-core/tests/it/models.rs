@@ -529,6 +529,7 @@ fn a_turn_without_model_calls_serializes_as_before() {
         model_calls: vec![],
         usage: Usage::tokens(1, 2),
         unresolved: vec![],
+        leases: vec![],
     };
     assert_eq!(
         serde_json::to_value(&turn).unwrap(),

@@ -351,3 +351,29 @@ async fn a_suspended_run_waits_in_the_database_and_a_decision_from_elsewhere_com
         "no longer waiting for a decision"
     );
 }
+
+/// An operator's revocations are kept by run, in order, read back by a new
+/// connection (another process), and a run's revocations are its own.
+#[test]
+fn revocations_are_kept_by_run_in_order_and_read_back_after_reconnecting() {
+    use workflow_core::{LeaseId, StoredRevocation};
+    let cluster = cluster_or_skip!();
+    let url = cluster.database("revocations");
+    let ledger = PostgresLedger::connect(&url).expect("connects");
+    let kept = |run_id, seq, after| StoredRevocation {
+        lease: LeaseId { run_id, seq },
+        by: "ops".into(),
+        after,
+        at_unix_ms: 1_700_000_000_000,
+    };
+    for r in [kept(7, 1, Some(0)), kept(8, 2, None), kept(7, 3, Some(2))] {
+        ledger.append_revocation(&r).expect("kept");
+    }
+    let reopened = PostgresLedger::connect(&url).expect("reconnects");
+    assert_eq!(
+        reopened.revocations(7).unwrap(),
+        vec![kept(7, 1, Some(0)), kept(7, 3, Some(2))]
+    );
+    assert_eq!(reopened.revocations(8).unwrap(), vec![kept(8, 2, None)]);
+    assert_eq!(reopened.revocations(9).unwrap(), vec![]);
+}

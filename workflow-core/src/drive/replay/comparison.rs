@@ -272,11 +272,13 @@ mod tests {
                 model_calls: Vec::new(),
                 usage: crate::spec::Usage::default(),
                 unresolved: Vec::new(),
+                leases: Vec::new(),
             }),
             trace_id: String::new(),
             span_id: String::new(),
             mode: crate::spec::Mode::Audit,
             root: None,
+            sender_scope: None,
             prev_hash: String::new(),
             hash: String::new(),
         }

@@ -46,7 +46,25 @@ impl<W: Workflow> Executor<W> {
     /// recorded). Build the executor with the root the run was recorded
     /// with: the root is recorded on the run's first record, and a replay
     /// under another root reports `Difference::Root` at transition `#0`.
+    ///
+    /// An operator's revocations kept by a ledger are not in `records`:
+    /// [`replay_run`](Self::replay_run) applies them, or pass them to
+    /// [`replay_with_revocations`](Self::replay_with_revocations).
     pub async fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError> {
+        self.replay_with_revocations(records, &[]).await
+    }
+
+    /// [`replay`](Self::replay), applying an operator's `revocations` of
+    /// the run's leases (as [`Ledger::revocations`](crate::ledger::Ledger::revocations)
+    /// gives them) where the recorded run met them: each from the record
+    /// after the one the run had committed when it was revoked. A
+    /// revocation a grantor made from its turn is recorded with the turn
+    /// and made again by the replayed agent.
+    pub async fn replay_with_revocations(
+        &self,
+        records: &[LedgerRecord],
+        revocations: &[crate::spec::StoredRevocation],
+    ) -> Result<ReplayReport, ReplayError> {
         let first = records.first().ok_or(ReplayError::NoRecords)?;
         let run_id = first.run_id;
         if first.workflow != W::GRAPH.name {
@@ -101,6 +119,12 @@ impl<W: Workflow> Executor<W> {
         // The replay is pinned to this executor's root; its first record is
         // compared with the recorded header.
         run.pin_root();
+        run.apply_revocations(
+            revocations
+                .iter()
+                .filter(|r| r.lease.run_id == run_id)
+                .map(|r| (r.lease.seq, r.after)),
+        );
         run.serve_recorded(RecordedCalls::replaying(
             records,
             first_divergence.clone(),
@@ -166,7 +190,10 @@ impl<W: Workflow> Executor<W> {
         let records = ledger
             .records(run_id)
             .map_err(|error| ReplayError::Ledger { run_id, error })?;
-        self.replay(&records).await
+        let revocations = ledger
+            .revocations(run_id)
+            .map_err(|error| ReplayError::Ledger { run_id, error })?;
+        self.replay_with_revocations(&records, &revocations).await
     }
 }
 

@@ -23,7 +23,7 @@ pub const LEDGER_APPLICATION_ID: i32 = 0x5746_4C47;
 /// The ledger file format this library writes, and the newest it reads.
 /// Every older format is read (and verified) as it is; opening an older
 /// file for writing upgrades it.
-pub const LEDGER_FORMAT: u32 = 2;
+pub const LEDGER_FORMAT: u32 = 3;
 
 /// A table and its columns, in order.
 type Table = (&'static str, &'static [&'static str]);
@@ -43,6 +43,17 @@ const TABLES_2: &[Table] = &[
     ("heads", &["run_id", "seq", "hash"]),
     ("tool_calls", &["run_id", "turn_seq", "idx", "call"]),
     ("leases", &["run_id", "holder", "token", "expires_at_ms"]),
+];
+
+/// The tables of format 3: format 2's and the operators' revocations of
+/// leases (`Executor::revoke`), kept so that a resumed run applies them
+/// again.
+const TABLES_3: &[Table] = &[
+    ("records", &["run_id", "seq", "record"]),
+    ("heads", &["run_id", "seq", "hash"]),
+    ("tool_calls", &["run_id", "turn_seq", "idx", "call"]),
+    ("leases", &["run_id", "holder", "token", "expires_at_ms"]),
+    ("revocations", &["run_id", "idx", "revocation"]),
 ];
 
 /// `MIGRATIONS[n]` takes a file from format `n` to format `n + 1`
@@ -72,6 +83,12 @@ const MIGRATIONS: &[&str] = &[
          holder TEXT NOT NULL,
          token INTEGER NOT NULL,
          expires_at_ms INTEGER NOT NULL
+     );",
+    "CREATE TABLE revocations (
+         run_id INTEGER NOT NULL,
+         idx INTEGER NOT NULL,
+         revocation TEXT NOT NULL,
+         PRIMARY KEY (run_id, idx)
      );",
 ];
 
@@ -173,6 +190,7 @@ fn check_tables(conn: &Connection, tables: &[String], format: u32) -> Result<(),
     let expected = match format {
         1 => TABLES_1,
         2 => TABLES_2,
+        3 => TABLES_3,
         _ => return Err(format!("format {format} has no known tables")),
     };
     for (table, columns) in expected {

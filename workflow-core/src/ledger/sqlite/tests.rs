@@ -56,6 +56,7 @@ fn chain(run_id: u64, n: u32) -> Vec<LedgerRecord> {
                 trace_id: String::new(),
                 span_id: String::new(),
                 root: None,
+                sender_scope: None,
                 mode: Default::default(),
                 prev_hash: prev.clone(),
                 hash: String::new(),
