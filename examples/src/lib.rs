@@ -4,6 +4,7 @@
 
 pub mod campaign;
 mod campaign_tamper;
+pub mod deploy_canaries;
 pub mod deploy_workflow;
 pub mod faults;
 pub mod hand_written;

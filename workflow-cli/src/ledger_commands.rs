@@ -416,7 +416,8 @@ pub(crate) fn run(
         | Command::Checkpoint { .. }
         | Command::Submit { .. }
         | Command::Worker { .. }
-        | Command::Decide { .. } => Err(BadInput(
+        | Command::Decide { .. }
+        | Command::Canary { .. } => Err(BadInput(
             "this command is not a ledger command (a bug: please report it)".into(),
         )),
     }

@@ -43,9 +43,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use workflow_core::canary::{Canaries, Canary};
 use workflow_core::ledger::LedgerRecord;
 use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
 
+mod canary_command;
 mod checkpoint_commands;
 mod ledger_commands;
 mod model_loop;
@@ -207,6 +209,24 @@ enum Command {
         #[command(subcommand)]
         action: SchemaAction,
     },
+    /// Runs every canary of this binary's workflow through the model's tool
+    /// loop and prints a table (tool, canary, PASS/FAIL/DRIFT, why); exit 1
+    /// when one does not pass or a tool has none. By default a replay of
+    /// RECORDING (the model's replies and the tools' responses as
+    /// recorded: deterministic, no network); `--live` asks the executor's
+    /// model (e.g. `OPENAI_BASE_URL`) and calls the real tools. Needs a
+    /// binary built with `workflow_cli::main_with_canaries`.
+    Canary {
+        /// The recording: replayed, or with `--live --record` written.
+        recording: Option<PathBuf>,
+        /// Ask the executor's model and call the live tools.
+        #[arg(long)]
+        live: bool,
+        /// Write what the live run saw to RECORDING (only if every canary
+        /// passed).
+        #[arg(long, requires = "live")]
+        record: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -251,6 +271,12 @@ pub(crate) trait KnownWorkflow {
         options: &queue_commands::WorkerOptions,
         err: &mut dyn Write,
     ) -> Result<bool, BadInput>;
+    /// Runs the workflow's canaries.
+    fn canary(
+        &self,
+        options: &canary_command::CanaryOptions,
+        out: &mut dyn Write,
+    ) -> Result<bool, BadInput>;
 }
 
 /// Workflow `W`, its executor built at the first replay.
@@ -258,6 +284,24 @@ struct Known<W: Workflow, F> {
     make: F,
     executor: OnceCell<Executor<W>>,
     runtime: OnceCell<Result<tokio::runtime::Runtime, String>>,
+    /// The workflow's canaries, for a binary built with
+    /// [`main_with_canaries`].
+    canaries: Option<fn() -> Vec<Canary<W>>>,
+}
+
+impl<W: Workflow, F: Fn() -> Executor<W>> Known<W, F> {
+    /// The runtime the commands drive the executor on, made once.
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
+        self.runtime
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| format!("no async runtime: {e}"))
+    }
 }
 
 impl<W: Workflow, F: Fn() -> Executor<W>> KnownWorkflow for Known<W, F> {
@@ -266,15 +310,9 @@ impl<W: Workflow, F: Fn() -> Executor<W>> KnownWorkflow for Known<W, F> {
     }
 
     fn replay(&self, records: &[LedgerRecord]) -> Result<ReplayReport, ReplayError> {
-        let runtime = self.runtime.get_or_init(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .map_err(|e| e.to_string())
-        });
-        let runtime = runtime.as_ref().map_err(|error| ReplayError::Input {
+        let runtime = self.runtime().map_err(|error| ReplayError::Input {
             run_id: records.first().map_or(0, |r| r.run_id),
-            error: format!("no async runtime: {error}"),
+            error,
         })?;
         let executor = self.executor.get_or_init(&self.make);
         runtime.block_on(executor.replay(records))
@@ -303,6 +341,22 @@ impl<W: Workflow, F: Fn() -> Executor<W>> KnownWorkflow for Known<W, F> {
     ) -> Result<bool, BadInput> {
         queue_commands::work(url, (self.make)(), options, err)
     }
+
+    fn canary(
+        &self,
+        options: &canary_command::CanaryOptions,
+        out: &mut dyn Write,
+    ) -> Result<bool, BadInput> {
+        let Some(canaries) = self.canaries else {
+            return Err(BadInput(format!(
+                "this binary knows no canaries of workflow `{}`: implement                  `workflow_core::canary::Canaries` for it and build the binary with                  `workflow_cli::main_with_canaries` (see the book's canaries chapter)",
+                W::GRAPH.name
+            )));
+        };
+        let runtime = self.runtime().map_err(BadInput)?;
+        let executor = self.executor.get_or_init(&self.make);
+        canary_command::canary(executor, &canaries(), runtime, options, out)
+    }
 }
 
 /// The `workflow` command without a workflow: `runs`, `show`, `verify`,
@@ -328,6 +382,39 @@ pub fn main_for<W: Workflow>(executor: impl Fn() -> Executor<W>) -> ExitCode {
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
     ))
+}
+
+/// [`main_for`] with `W`'s canaries: `workflow canary` runs them (replayed
+/// from a recording, or live with the model the executor is given:
+/// attach one with `Executor::with_model`, e.g. from `OPENAI_BASE_URL`).
+pub fn main_with_canaries<W: Canaries>(executor: impl Fn() -> Executor<W>) -> ExitCode {
+    ExitCode::from(run_with_canaries(
+        std::env::args_os(),
+        executor,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
+}
+
+/// [`run_for`] with `W`'s canaries (see [`main_with_canaries`]).
+pub fn run_with_canaries<W, I, T>(
+    args: I,
+    executor: impl Fn() -> Executor<W>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8
+where
+    W: Canaries,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let known = Known {
+        make: executor,
+        executor: OnceCell::new(),
+        runtime: OnceCell::new(),
+        canaries: Some(W::canaries),
+    };
+    dispatch(args, Some(&known), out, err)
 }
 
 /// Runs the command line `args` (the program name first) without a
@@ -358,6 +445,7 @@ where
         make: executor,
         executor: OnceCell::new(),
         runtime: OnceCell::new(),
+        canaries: None,
     };
     dispatch(args, Some(&known), out, err)
 }
@@ -391,6 +479,18 @@ where
         Command::Schema { action } => needs(workflow, "schema").and_then(|w| match action {
             SchemaAction::Export { dir } => workflow_commands::schema_export(w, &dir, out),
             SchemaAction::Check { dir } => workflow_commands::schema_check(w, &dir, out),
+        }),
+        Command::Canary {
+            recording,
+            live,
+            record,
+        } => needs(workflow, "canary").and_then(|w| {
+            let options = canary_command::CanaryOptions {
+                recording,
+                live,
+                record,
+            };
+            w.canary(&options, out)
         }),
         Command::Submit { input, run, count } => needs(workflow, "submit").and_then(|w| {
             let url = queue_commands::url(&cli.ledger, "submit")?;

@@ -100,11 +100,25 @@ pub use spec::{
 };
 
 /// Tool calls: the id of the call under way, the record each call leaves,
-/// and tool definitions in the Model Context Protocol's shape.
+/// tool definitions in the Model Context Protocol's shape, and tool
+/// versions (the digests the manifest publishes, the drift of a tool
+/// changed without a version bump).
 pub mod tool {
     pub use crate::export::{McpAnnotations, McpMeta, McpTool, mcp_object_schema, mcp_tools};
+    pub use crate::export::{ToolDigests, ToolPart, UnversionedChange};
     pub use crate::run::{CallId, call_id};
     pub use crate::spec::{ToolCallRecord, ToolOutcome};
+}
+
+/// Canaries: per tool, prompts run through the model's tool loop with the
+/// call a model should make and a predicate over its answer; replayed from
+/// a recording in CI, run live against a model server before a change
+/// ships (`workflow canary`).
+pub mod canary {
+    pub use crate::drive::canary::{
+        Canaries, Canary, CanaryAnswer, CanaryMode, CanaryRecording, CanaryReport, CanaryRow,
+        RecordedCanary, RecordedTool, Verdict, run, uncovered,
+    };
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.

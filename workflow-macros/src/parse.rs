@@ -284,7 +284,7 @@ impl AgentArgs {
     }
 }
 
-/// `#[tool(needs = Authority, effect = write, guard = path, retries = N, backoff_ms = N, then = escalate)]`
+/// `#[tool(needs = Authority, effect = write, guard = path, version = N, retries = N, backoff_ms = N, then = escalate)]`
 /// (`effect` is required, checked in `check`; the rest are optional).
 #[derive(Default)]
 pub struct ToolArgs {
@@ -295,6 +295,9 @@ pub struct ToolArgs {
     pub guard: Option<syn::Path>,
     /// `effect = ..` was written (its value may be misspelt, reported).
     pub effect_written: bool,
+    /// `version = N`: the version of the tool's description and schemas
+    /// (1 when not written), published in the manifest.
+    pub version: Option<Number<u64>>,
     pub retries: Option<Number<u32>>,
     pub backoff_ms: Option<Number<u64>>,
     pub then: Option<Keyword<Then>>,
@@ -307,7 +310,15 @@ impl ToolArgs {
         parse_each(cx, tokens, |input| {
             let key = parse_key(
                 input,
-                &["needs", "effect", "guard", "retries", "backoff_ms", "then"],
+                &[
+                    "needs",
+                    "effect",
+                    "guard",
+                    "version",
+                    "retries",
+                    "backoff_ms",
+                    "then",
+                ],
             )?;
             // A keyword from `allowed`, read by `from_name`.
             fn one_of<T>(
@@ -346,6 +357,9 @@ impl ToolArgs {
                         "",
                         Effect::from_name,
                     )?)
+                }
+                "version" if args.version.is_none() => {
+                    args.version = Some(Number::new(input.parse()?))
                 }
                 "retries" if args.retries.is_none() => {
                     args.retries = Some(Number::new(input.parse()?))

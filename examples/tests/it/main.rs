@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod ablation;
 pub mod ajv;
 pub mod campaign;
+pub mod canaries;
 pub mod crash;
 pub mod crash_tools;
 pub mod deploy_guard;

@@ -247,6 +247,11 @@ impl<W: Workflow> Executor<W> {
         &self.deps
     }
 
+    /// The model attached with [`with_model`](Self::with_model), if any.
+    pub fn model(&self) -> Option<&std::sync::Arc<dyn crate::llm::Model>> {
+        self.model.as_ref()
+    }
+
     /// The hop cap in force.
     pub fn max_hops(&self) -> u32 {
         self.max_hops

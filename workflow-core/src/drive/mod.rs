@@ -2,6 +2,7 @@
 //! and applies a person's decisions, the step-wise `Session`, suspensions,
 //! what a run ends with (`Completed`, `Aborted`) and its summary.
 
+pub(crate) mod canary;
 mod escalation;
 mod executor;
 mod leased;

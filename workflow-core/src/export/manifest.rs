@@ -83,6 +83,15 @@ pub struct ManifestTool {
     pub effect: crate::spec::Effect,
     /// What happens when a call fails.
     pub fallback: crate::spec::Fallback,
+    /// The declared version of its description and schemas
+    /// (`#[tool(version = N)]`).
+    pub version: u32,
+    /// The SHA-256 of its description, hex-encoded.
+    pub description_digest: String,
+    /// The SHA-256 of its input's JSON Schema (as JSON text), hex-encoded.
+    pub input_schema_digest: String,
+    /// The SHA-256 of its output's JSON Schema (as JSON text), hex-encoded.
+    pub output_schema_digest: String,
 }
 
 /// An edge in the manifest.
@@ -152,14 +161,21 @@ impl Manifest {
             tools: graph
                 .tools
                 .iter()
-                .map(|t| ManifestTool {
-                    name: t.name.to_owned(),
-                    input_schema: file_name(&published_name(graph.name, &(t.input_schema)())),
-                    output_schema: file_name(&published_name(graph.name, &(t.output_schema)())),
-                    needs: t.needs.map(str::to_owned),
-                    description: t.description.to_owned(),
-                    effect: t.effect,
-                    fallback: t.fallback,
+                .map(|t| {
+                    let digests = crate::export::ToolDigests::of(t);
+                    ManifestTool {
+                        name: t.name.to_owned(),
+                        input_schema: file_name(&published_name(graph.name, &(t.input_schema)())),
+                        output_schema: file_name(&published_name(graph.name, &(t.output_schema)())),
+                        needs: t.needs.map(str::to_owned),
+                        description: t.description.to_owned(),
+                        effect: t.effect,
+                        fallback: t.fallback,
+                        version: t.version,
+                        description_digest: digests.description,
+                        input_schema_digest: digests.input_schema,
+                        output_schema_digest: digests.output_schema,
+                    }
                 })
                 .collect(),
             edges: graph

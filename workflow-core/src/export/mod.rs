@@ -8,9 +8,11 @@ mod manifest;
 mod mcp;
 mod schema;
 pub(crate) mod strict;
+mod tool_versions;
 pub(crate) mod validate;
 
 pub use manifest::*;
 pub use mcp::*;
 pub use schema::*;
 pub use strict::*;
+pub use tool_versions::{ToolDigests, ToolPart, UnversionedChange};

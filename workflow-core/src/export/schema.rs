@@ -187,6 +187,8 @@ pub struct Publication {
     schemas: SchemaSet,
     /// File name and content of each other document.
     documents: Vec<(&'static str, String)>,
+    /// Each tool's declared version and digests, by name.
+    tools: Vec<(String, crate::export::ToolDigests)>,
 }
 
 impl Publication {
@@ -209,6 +211,7 @@ impl Publication {
                 ("tools.json", json(serde_json::to_string_pretty(&tools))),
                 ("workflow.mmd", crate::export::mermaid(W::GRAPH)),
             ],
+            tools: super::tool_versions::tool_digests(W::GRAPH),
         }
     }
 
@@ -236,6 +239,7 @@ impl Publication {
     pub fn export(&self, dir: impl AsRef<Path>) -> io::Result<Vec<PathBuf>> {
         let dir = dir.as_ref();
         self.refuse_other_workflow(dir)?;
+        self.refuse_unversioned(dir)?;
         let mut written = self.schemas.export(dir)?;
         for (name, content) in &self.documents {
             let path = dir.join(name);
@@ -276,9 +280,47 @@ impl Publication {
         }
     }
 
+    /// The tools whose description or schemas changed since the manifest
+    /// published in `dir` without a higher version (none when `dir` holds
+    /// no manifest that reads).
+    pub fn unversioned_changes(
+        &self,
+        dir: impl AsRef<Path>,
+    ) -> Vec<crate::export::UnversionedChange> {
+        let Ok(text) = fs::read_to_string(dir.as_ref().join("manifest.json")) else {
+            return Vec::new();
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(published) => super::tool_versions::unversioned_changes(&self.tools, &published),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Refuses an export over a manifest whose tools changed without a
+    /// version bump: exporting would publish the change as if it were none.
+    fn refuse_unversioned(&self, dir: &Path) -> io::Result<()> {
+        let changes = self.unversioned_changes(dir);
+        if changes.is_empty() {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the export would publish tool changes without a version bump: {}",
+                changes
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ))
+    }
+
     /// Compares the publication with the copy published in `dir`: every
-    /// schema or document that changed, is new, or was removed. JSON
-    /// documents are compared as JSON values, the diagram as text.
+    /// schema or document that changed, is new, or was removed, and every
+    /// tool whose description or schemas changed without a version bump
+    /// ([`Drift::unversioned_tools`]). JSON documents are compared as JSON
+    /// values, the diagram as text.
     #[expect(
         clippy::result_large_err,
         reason = "a drift report is built once per check, off any hot path; boxing it would only make it harder to match"
@@ -308,6 +350,7 @@ impl Publication {
                 Err(e) => drift.unreadable.push(((*name).to_owned(), e.to_string())),
             }
         }
+        drift.unversioned_tools = self.unversioned_changes(dir);
         if drift.is_empty() { Ok(()) } else { Err(drift) }
     }
 }
@@ -330,6 +373,10 @@ pub struct Drift {
     pub changed_documents: Vec<String>,
     /// Documents of a [`Publication`] that are not published.
     pub unpublished_documents: Vec<String>,
+    /// Tools whose description or input or output schema changed since the
+    /// published manifest without a higher `#[tool(version = N)]` (or whose
+    /// version went down).
+    pub unversioned_tools: Vec<crate::export::UnversionedChange>,
 }
 
 impl Drift {
@@ -342,6 +389,7 @@ impl Drift {
             && self.conflicts.is_empty()
             && self.changed_documents.is_empty()
             && self.unpublished_documents.is_empty()
+            && self.unversioned_tools.is_empty()
     }
 }
 
@@ -368,6 +416,15 @@ impl fmt::Display for Drift {
         }
         for (what, e) in &self.unreadable {
             writeln!(f, "  unreadable:  {what}: {e}")?;
+        }
+        for change in &self.unversioned_tools {
+            writeln!(f, "  unversioned: {change}")?;
+        }
+        if !self.unversioned_tools.is_empty() {
+            writeln!(
+                f,
+                "a tool's description and schemas are what a model acts on: bump the version of each tool named, re-run its canaries (`workflow canary --live --record`), then re-export"
+            )?;
         }
         write!(
             f,

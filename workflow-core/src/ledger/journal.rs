@@ -52,6 +52,20 @@ impl RecordedCalls {
         }
     }
 
+    /// The calls a canary's recording holds (one turn, at sequence 0):
+    /// served as a replay's are, a call that is not the recorded one is
+    /// never made.
+    pub(crate) fn canary(calls: Vec<ToolCallRecord>) -> Self {
+        RecordedCalls {
+            calls: calls.into_iter().map(|c| ((0, c.index), c)).collect(),
+            replay: Some(Replaying {
+                divergence: Arc::default(),
+                end: 1,
+                unfinished: false,
+            }),
+        }
+    }
+
     pub(crate) fn replaying(
         records: &[LedgerRecord],
         divergence: Arc<FirstDivergence>,

@@ -189,10 +189,16 @@ pub struct RecordedModel {
 impl RecordedModel {
     /// The replies recorded in `turns`, in order.
     pub fn from_turns<'a>(turns: impl IntoIterator<Item = &'a TurnRecord>) -> Self {
+        RecordedModel::from_calls(turns.into_iter().flat_map(|t| &t.model_calls))
+    }
+
+    /// The replies recorded in model calls `calls` (a canary's recording),
+    /// in order.
+    pub fn from_calls<'a>(calls: impl IntoIterator<Item = &'a super::ModelCallRecord>) -> Self {
         let mut replies: HashMap<String, VecDeque<Result<ModelReply, ModelError>>> = HashMap::new();
         let mut name = None;
-        for turn in turns {
-            for call in &turn.model_calls {
+        {
+            for call in calls {
                 name.get_or_insert_with(|| call.model.to_string());
                 for attempt in &call.attempts {
                     let served = match (&attempt.reply, &attempt.error) {

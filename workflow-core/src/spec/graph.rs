@@ -119,6 +119,11 @@ pub struct ToolInfo {
     pub effect: crate::spec::Effect,
     /// What happens when a call fails.
     pub fallback: crate::spec::Fallback,
+    /// The declared version of its description and schemas
+    /// (`#[tool(version = N)]`, 1 when not written): a change of the
+    /// description or of a schema needs a higher version, or the drift
+    /// check ([`Publication::check`](crate::Publication::check)) fails.
+    pub version: u32,
     /// Its input's JSON Schema (draft 2020-12).
     pub input_schema_doc: fn() -> schemars::Schema,
     /// Its output's JSON Schema (draft 2020-12).

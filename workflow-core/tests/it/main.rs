@@ -47,4 +47,5 @@ pub mod stops;
 pub mod stream;
 pub mod telemetry;
 pub mod tool_loop;
+pub mod tool_versions;
 pub mod unscoped;

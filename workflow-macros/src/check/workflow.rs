@@ -309,7 +309,7 @@ fn check_positive(cx: &Ctxt, n: &Number<u64>, what: &str, max: u64) {
 }
 
 /// Numbers in arguments: loop bounds, timeouts, the hop cap, a tool's
-/// retries and back-off.
+/// version, retries and back-off.
 fn check_numbers(cx: &Ctxt, wf: &Workflow) {
     if let Some(m) = &wf.args.max_hops {
         check_positive(cx, m, "max_hops", u64::from(u32::MAX));
@@ -331,6 +331,9 @@ fn check_numbers(cx: &Ctxt, wf: &Workflow) {
         }
     }
     for t in &wf.tools {
+        if let Some(v) = &t.args.version {
+            check_positive(cx, v, "version", u64::from(u32::MAX));
+        }
         if let Some(Number { lit, value: Err(e) }) = &t.args.retries {
             cx.error_spanned_by(
                 lit,

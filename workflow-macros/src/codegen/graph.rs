@@ -128,6 +128,15 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let description = &t.description;
         let effect = tool_effect(t);
         let fallback = tool_fallback(t);
+        // `version = N` (checked from 1 to `u32::MAX`), 1 when not written.
+        let version = t
+            .args
+            .version
+            .as_ref()
+            .and_then(|v| v.get())
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(1);
+        let version = proc_macro2::Literal::u32_unsuffixed(version);
         quote! {
             ::workflow_core::__private::ToolInfo {
                 name: #name,
@@ -139,6 +148,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
                 description: #description,
                 effect: #effect,
                 fallback: #fallback,
+                version: #version,
                 input_schema_doc: ::workflow_core::__private::schema_doc::<#i>,
                 output_schema_doc: ::workflow_core::__private::schema_doc::<#o>,
             }
