@@ -472,6 +472,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             mode: self.limits.mode,
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
+            // The operator's registry: a revocation made while the run
+            // goes on (resumed, or served recorded calls) still applies.
+            revocations: self.limits.revocations.cloned(),
             recorded,
             lease,
             edge_uses,
