@@ -10,6 +10,7 @@ pub mod audit;
 pub mod checkpoint;
 pub mod cli;
 pub mod hostile_payloads;
+pub mod leases;
 pub mod read_only;
 pub mod replay_schema;
 pub mod trace_link;

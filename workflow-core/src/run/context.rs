@@ -24,10 +24,6 @@ pub struct Context<'x, W: Workflow, A> {
     /// The transfer record that granted the turn's scope (its lease's id
     /// with the run's).
     pub(crate) lease_seq: u32,
-    /// The expiry of the scope the lease's grantor worked under when it
-    /// granted it (`None`: none, or the run's caller): what a renewal must
-    /// stay within, with the run's bounds.
-    pub(crate) grantor: Option<Expiry>,
     pub(crate) shared: Arc<RunShared>,
     /// The sequence number the record of this turn's outcome takes (its
     /// handoff, or the record of its failure): with the call's index, what
@@ -464,7 +460,6 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             hop: self.hop,
             scope: self.scope,
             lease_seq: self.lease_seq,
-            grantor: self.grantor,
             shared: self.shared.clone(),
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),

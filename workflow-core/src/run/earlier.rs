@@ -104,6 +104,17 @@ pub(crate) struct EarlierLog {
     turns: u32,
 }
 
+/// Who sent a transfer logged in the [`EarlierLog`], to whom, and under
+/// what.
+pub(crate) struct Sent {
+    pub(crate) from: Node,
+    pub(crate) to: Node,
+    /// The same transfer again (after an escalation or a failed turn).
+    pub(crate) redelivery: bool,
+    /// When the scope its sender worked under expires.
+    pub(crate) sender_expires: Option<crate::spec::Expiry>,
+}
+
 /// One transfer in the [`EarlierLog`].
 #[derive(Clone, Copy)]
 struct Logged {
@@ -119,6 +130,9 @@ struct Logged {
     /// redelivery, the original transfer's); what a lease granted by this
     /// transfer derives from.
     under: Option<u32>,
+    /// When the scope its sender worked under expired (`None`: no scope):
+    /// what a renewal of the lease it grants must stay within.
+    sender_expires: Option<crate::spec::Expiry>,
 }
 
 impl EarlierLog {
@@ -131,9 +145,14 @@ impl EarlierLog {
         format: PayloadFormat,
         bytes: &[u8],
         turn: Option<(u16, usize)>,
-        (from, to): (Node, Node),
-        redelivery: bool,
+        sent: Sent,
     ) {
+        let Sent {
+            from,
+            to,
+            redelivery,
+            sender_expires,
+        } = sent;
         let from = match from {
             Node::Agent(a) => Some(a),
             _ => None,
@@ -165,6 +184,7 @@ impl EarlierLog {
             to,
             from,
             under,
+            sender_expires,
         });
         self.turns += u32::from(turn.is_some());
     }
@@ -178,6 +198,12 @@ impl EarlierLog {
     /// if its sender was an agent working on one.
     pub(crate) fn granted_under(&self, seq: u32) -> Option<u32> {
         self.transfers.get(seq as usize)?.under
+    }
+
+    /// When the scope the sender of transfer `seq` worked under expired
+    /// (`None`: no scope, or no such transfer).
+    pub(crate) fn sender_expires(&self, seq: u32) -> Option<crate::spec::Expiry> {
+        self.transfers.get(seq as usize)?.sender_expires
     }
 
     /// Who sent transfer `seq` and to whom (`None`: no such transfer).
@@ -224,8 +250,12 @@ impl EarlierLog {
                 e.format,
                 t.payload_bytes(i).unwrap_or_default(),
                 turn,
-                (from, to),
-                e.redelivery,
+                Sent {
+                    from,
+                    to,
+                    redelivery: e.redelivery,
+                    sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
+                },
             );
             if let Node::Agent(to) = to
                 && e.status.ran()
@@ -303,8 +333,12 @@ impl<W: Workflow> Runtime<'_, W> {
             e.format,
             t.payload_bytes(i).unwrap_or_default(),
             turn,
-            (from, to),
-            e.redelivery,
+            Sent {
+                from,
+                to,
+                redelivery: e.redelivery,
+                sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
+            },
         );
         self.logged_turns = log.turn_count();
     }

@@ -213,7 +213,10 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
             let left = at.saturating_duration_since(std::time::Instant::now());
             unix_now_ms().saturating_add(left.as_millis() as u64)
         });
-        match outlives_grantor(until, self.grantor, self.shared.max_hops, deadline) {
+        // What the grantor worked under, as recorded with the transfer
+        // that granted the lease.
+        let grantor = self.shared.earlier().sender_expires(self.lease_seq);
+        match outlives_grantor(until, grantor, self.shared.max_hops, deadline) {
             Some((grantor, bound)) => Err(RenewalRefused::OutlivesGrantor {
                 asked: until,
                 grantor,

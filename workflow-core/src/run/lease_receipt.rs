@@ -1,5 +1,8 @@
 //! The receipt's checks on the lease a handoff carries (its `#[authority]`
-//! part): bounded, and never longer than what its sender works under. Called
+//! part): not revoked (nor any lease it derives from), bounded, and never
+//! longer than what its sender works under (as recorded with the transfer,
+//! so the same after a resume); and, at the end of a turn, the turn's lease
+//! acts taken for its record (`run/lease_book.rs` holds the rest). Called
 //! from [`Runtime::check_receipt`](super::Runtime) after the scope is found
 //! owned and live, in the order of the functions here.
 //!

@@ -419,10 +419,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             // The transfer the turn works on: the last one (a returned
             // turn's is set by `start_returned`).
             lease_seq: (self.transcript.len() as u32).saturating_sub(1),
-            grantor: self
-                .transcript
-                .sender_scope(self.transcript.len().saturating_sub(1))
-                .map(|(_, expires)| expires),
             shared: self.shared.clone(),
             turn_seq: self.transcript.len() as u32,
             journal: self.ledger.map(|ledger| crate::run::context::Journal {
@@ -476,6 +472,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             mode: self.limits.mode,
             budget: self.limits.budget,
             model: self.limits.model.cloned(),
+            // The operator's registry: a revocation made while the run
+            // goes on (resumed, or served recorded calls) still applies.
+            revocations: self.limits.revocations.cloned(),
             recorded,
             lease,
             edge_uses,
@@ -919,10 +918,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.shared.mark();
         let mut cx = self.context::<A>(self.turn_scope);
         cx.lease_seq = self.turn_input as u32;
-        cx.grantor = self
-            .transcript
-            .sender_scope(self.turn_input)
-            .map(|(_, expires)| expires);
         self.hops += 1;
         Ok(cx)
     }

@@ -184,3 +184,42 @@ async fn a_handoff_made_under_a_lease_revoked_mid_turn_is_rejected_at_the_next_r
         },
     );
 }
+
+#[tokio::test]
+async fn a_lease_revoked_mid_turn_of_a_resumed_run_refuses_the_next_tool_call_under_it() {
+    // The run stops (its process dies) after `first`'s turn; resumed, the
+    // executor's registry still reaches its turns.
+    let desk = Arc::new(Desk::default());
+    let ledger = Arc::new(workflow_core::ledger::MemoryLedger::new());
+    let wf = relay::Workflow::new((), desk.clone())
+        .with_revocations(desk.revocations.clone())
+        .with_ledger(ledger);
+    let mut session = wf.start((true, true));
+    session.step().await.expect("first's turn");
+    session
+        .step()
+        .await
+        .expect_err("middle's turn: revoked mid-turn");
+    assert_eq!(desk.writes.load(Ordering::SeqCst), 0);
+    // A fresh run, cut after `first`'s turn, resumed: the same refusal.
+    let desk2 = Arc::new(Desk::default());
+    let ledger = Arc::new(workflow_core::ledger::MemoryLedger::new());
+    let wf = relay::Workflow::new((), desk2.clone())
+        .with_revocations(desk2.revocations.clone())
+        .with_ledger(ledger);
+    let mut session = wf.start((true, true));
+    session.step().await.expect("first's turn");
+    let run_id = session.transcript().run_id();
+    drop(session);
+    let aborted = wf.resume(run_id).await.expect_err("revoked mid-turn");
+    assert_eq!(
+        desk2.writes.load(Ordering::SeqCst),
+        0,
+        "the write was refused"
+    );
+    assert!(
+        aborted.error.to_string().ends_with("was revoked"),
+        "{}",
+        aborted.error
+    );
+}

@@ -29,7 +29,7 @@ fn an_empty_database_gets_the_current_version_and_keeps_it() {
     let version = cluster.rows("fresh", "SELECT version FROM workflow_schema_version");
     assert_eq!(version, [[Some(SCHEMA_VERSION.to_string())]]);
     let before = snapshot(&cluster, "fresh");
-    assert_eq!(before.len(), 6, "{before:?}");
+    assert_eq!(before.len(), 7, "{before:?}");
     // Connecting again to a current database changes nothing.
     drop(PostgresLedger::connect(&url).expect("connects again"));
     assert_eq!(snapshot(&cluster, "fresh"), before);

@@ -350,3 +350,48 @@ fn a_head_that_does_not_read_fails_its_run() {
     ));
     assert_eq!(ledger.verify_run(2), Ok(()));
 }
+
+#[test]
+fn revocations_are_kept_by_run_and_an_older_file_read_only_has_none() {
+    use crate::spec::{LeaseId, StoredRevocation};
+    let dir = scratch("revocations");
+    let path = ledger_file(&dir);
+    let kept = |run_id, seq, after| StoredRevocation {
+        lease: LeaseId { run_id, seq },
+        by: "ops".into(),
+        after,
+        at_unix_ms: 1_700_000_000_000,
+    };
+    let ledger = SqliteLedger::open(&path).expect("opens");
+    for r in [kept(1, 1, Some(0)), kept(2, 0, None), kept(1, 2, Some(1))] {
+        ledger.append_revocation(&r).expect("kept");
+    }
+    drop(ledger);
+    // Another open (another process) reads them back, by run, in order.
+    let read = SqliteLedger::open_read_only(&path).expect("opens");
+    assert_eq!(
+        read.revocations(1).unwrap(),
+        vec![kept(1, 1, Some(0)), kept(1, 2, Some(1))]
+    );
+    assert_eq!(read.revocations(2).unwrap(), vec![kept(2, 0, None)]);
+    assert_eq!(read.revocations(3).unwrap(), vec![]);
+    drop(read);
+
+    // A format-2 file (no `revocations` table) opened for reading holds
+    // none; opened for writing, it is upgraded and keeps them.
+    let old = dir.join("format2.db");
+    drop(SqliteLedger::open(&old).expect("creates"));
+    let conn = Connection::open(&old).unwrap();
+    conn.execute_batch("DROP TABLE revocations; PRAGMA user_version = 2;")
+        .unwrap();
+    drop(conn);
+    let read = SqliteLedger::open_read_only(&old).expect("a format-2 ledger opens");
+    assert_eq!(read.revocations(1).unwrap(), vec![]);
+    drop(read);
+    assert_eq!(pragma(&old, "user_version"), 2);
+    let write = SqliteLedger::open(&old).expect("upgrades");
+    write.append_revocation(&kept(1, 1, None)).expect("kept");
+    assert_eq!(write.revocations(1).unwrap(), vec![kept(1, 1, None)]);
+    drop(write);
+    assert_eq!(pragma(&old, "user_version"), i64::from(LEDGER_FORMAT));
+}
