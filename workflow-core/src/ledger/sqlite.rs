@@ -4,30 +4,41 @@ mod format;
 mod read_only;
 #[cfg(test)]
 mod tests;
+mod writer;
+#[cfg(test)]
+mod writer_tests;
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 pub use format::{LEDGER_APPLICATION_ID, LEDGER_FORMAT};
 
 use super::{JournalEntry, Lease, LeaseRow, Ledger, LedgerError, LedgerRecord};
 use super::{decide_claim, decide_write, now_ms, same_run};
+pub use writer::CommitCounts;
+use writer::Writer;
 
 /// Records in an embedded SQLite file (bundled SQLite: nothing to
-/// install). Each append is one transaction, committed before it returns
+/// install). Every append is committed before it returns
 /// (`synchronous = FULL`, write-ahead log).
+///
+/// One thread of the ledger's own owns its connection and commits the
+/// appends of concurrent runs together: the appends waiting when it is free
+/// go into one transaction and one sync (group commit), each under a
+/// savepoint of its own, so that an append refused by its checks (a stale
+/// lease, a duplicate) is rolled back alone and the others commit. A caller
+/// waits for its own commit without stalling a tokio worker (on a
+/// multi-thread runtime, inside `tokio::task::block_in_place`; on a
+/// current-thread runtime or none, blocking its thread).
 ///
 /// The file is marked as a ledger and carries its format version
 /// ([`LEDGER_FORMAT`]); a file that is not a ledger
 /// ([`LedgerError::NotALedger`]) or of a newer format
 /// ([`LedgerError::UnsupportedVersion`]) is refused, unchanged.
 pub struct SqliteLedger {
-    conn: Mutex<Connection>,
-    /// The `synchronous` setting of every commit but a lease's release.
-    synchronous: &'static str,
+    writer: Writer,
 }
 
 /// What a committed record survives.
@@ -87,10 +98,9 @@ impl SqliteLedger {
         let path = path.as_ref();
         let conn = read_only::open(path)?;
         match format::recognise(&conn, path)? {
+            // "FULL": never used, nothing is committed through a read-only open.
             format::Found::Ledger { .. } => Ok(SqliteLedger {
-                conn: Mutex::new(conn),
-                // Never used: nothing is committed through a read-only open.
-                synchronous: "FULL",
+                writer: Writer::start(conn, "FULL")?,
             }),
             format::Found::Nothing => Err(LedgerError::NotALedger {
                 path: path.to_owned(),
@@ -114,15 +124,17 @@ impl SqliteLedger {
         conn.pragma_update(None, "synchronous", synchronous)
             .map_err(storage)?;
         Ok(SqliteLedger {
-            conn: Mutex::new(conn),
-            synchronous,
+            writer: Writer::start(conn, synchronous)?,
         })
     }
+}
 
-    fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>, LedgerError> {
-        self.conn
-            .lock()
-            .map_err(|_| LedgerError::Storage("the ledger's connection lock was poisoned".into()))
+impl SqliteLedger {
+    /// The writes this ledger has committed and the transactions (groups)
+    /// it committed them in since it was opened: with concurrent runs,
+    /// several writes share one transaction and one sync.
+    pub fn commit_counts(&self) -> CommitCounts {
+        self.writer.counts()
     }
 }
 
@@ -131,46 +143,78 @@ fn id(run_id: u64) -> i64 {
     run_id as i64
 }
 
-/// Stores `record` and moves its run's head, inside `tx`.
-fn insert_record(tx: &Transaction<'_>, record: &LedgerRecord) -> Result<(), LedgerError> {
-    let json = serde_json::to_string(record).map_err(storage)?;
+/// A record ready to be stored: serialized by the caller, so that the
+/// writer thread only writes.
+struct Row {
+    run_id: u64,
+    seq: u32,
+    hash: String,
+    json: String,
+}
+
+impl Row {
+    fn of(record: &LedgerRecord) -> Result<Row, LedgerError> {
+        Ok(Row {
+            run_id: record.run_id,
+            seq: record.seq,
+            hash: record.hash.clone(),
+            json: serde_json::to_string(record).map_err(storage)?,
+        })
+    }
+}
+
+/// Stores `row` and moves its run's head, inside the group's transaction.
+fn insert_record(tx: &Connection, row: &Row) -> Result<(), LedgerError> {
     let inserted = tx
         .execute(
             "INSERT OR IGNORE INTO records (run_id, seq, record) VALUES (?1, ?2, ?3)",
-            params![id(record.run_id), record.seq, json],
+            params![id(row.run_id), row.seq, row.json],
         )
         .map_err(storage)?;
     if inserted == 0 {
         return Err(LedgerError::Duplicate {
-            run_id: record.run_id,
-            seq: record.seq,
+            run_id: row.run_id,
+            seq: row.seq,
         });
     }
     tx.execute(
         "INSERT OR REPLACE INTO heads (run_id, seq, hash) VALUES (?1, ?2, ?3)",
-        params![id(record.run_id), record.seq, record.hash],
+        params![id(row.run_id), row.seq, row.hash],
     )
     .map_err(storage)?;
     Ok(())
 }
 
-/// Journals `call` inside `tx`.
-fn insert_tool_call(
-    tx: &Transaction<'_>,
+/// A journal entry ready to be stored, serialized by the caller.
+struct CallRow {
     run_id: u64,
     turn_seq: u32,
-    entry: &JournalEntry,
-) -> Result<(), LedgerError> {
-    let json = serde_json::to_string(entry).map_err(storage)?;
+    index: u32,
+    json: String,
+}
+
+impl CallRow {
+    fn of(run_id: u64, turn_seq: u32, entry: &JournalEntry) -> Result<CallRow, LedgerError> {
+        Ok(CallRow {
+            run_id,
+            turn_seq,
+            index: entry.call.index,
+            json: serde_json::to_string(entry).map_err(storage)?,
+        })
+    }
+}
+
+/// Journals `call` inside the group's transaction.
+fn insert_tool_call(tx: &Connection, call: &CallRow) -> Result<(), LedgerError> {
     tx.execute(
         "INSERT OR REPLACE INTO tool_calls (run_id, turn_seq, idx, call) VALUES (?1, ?2, ?3, ?4)",
-        params![id(run_id), turn_seq, entry.call.index, json],
+        params![id(call.run_id), call.turn_seq, call.index, call.json],
     )
     .map_err(storage)?;
     Ok(())
 }
 
-/// The lease row of `run_id`, inside `tx`.
+/// The lease row of `run_id`.
 fn lease_row(tx: &Connection, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
     tx.query_row(
         "SELECT holder, token, expires_at_ms FROM leases WHERE run_id = ?1",
@@ -188,8 +232,8 @@ fn lease_row(tx: &Connection, run_id: u64) -> Result<Option<LeaseRow>, LedgerErr
     .map_err(storage)
 }
 
-/// Stores `row` as the lease of `run_id`, inside `tx`.
-fn put_lease(tx: &Transaction<'_>, run_id: u64, row: &LeaseRow) -> Result<(), LedgerError> {
+/// Stores `row` as the lease of `run_id`, inside the group's transaction.
+fn put_lease(tx: &Connection, run_id: u64, row: &LeaseRow) -> Result<(), LedgerError> {
     tx.execute(
         "INSERT OR REPLACE INTO leases (run_id, holder, token, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
         params![
@@ -204,35 +248,34 @@ fn put_lease(tx: &Transaction<'_>, run_id: u64, row: &LeaseRow) -> Result<(), Le
 }
 
 impl SqliteLedger {
-    /// Runs `write` in one IMMEDIATE transaction (the write lock taken
-    /// first, so no other connection or process can claim the run between
-    /// the check and the write) if `lease` still holds its run, renewing it.
+    /// Runs `write` in the writer's next group (whose IMMEDIATE transaction
+    /// holds the write lock, so no other connection or process can claim
+    /// the run between the check and the write) if `lease` still holds its
+    /// run, renewing it; the check and the write roll back together when
+    /// either fails.
     fn leased(
         &self,
         run_id: u64,
         lease: &Lease,
-        write: impl FnOnce(&Transaction<'_>) -> Result<(), LedgerError>,
+        write: impl FnOnce(&Connection) -> Result<(), LedgerError> + Send + 'static,
     ) -> Result<(), LedgerError> {
         same_run(lease, run_id)?;
-        let mut conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let row = decide_write(lease, lease_row(&tx, run_id)?.as_ref(), now_ms())?;
-        write(&tx)?;
-        if let Some(row) = row {
-            put_lease(&tx, run_id, &row)?;
-        }
-        tx.commit().map_err(storage)
+        let lease = lease.clone();
+        self.writer.write(true, move |tx| {
+            let row = decide_write(&lease, lease_row(tx, run_id)?.as_ref(), now_ms())?;
+            write(tx)?;
+            if let Some(row) = row {
+                put_lease(tx, run_id, &row)?;
+            }
+            Ok(())
+        })
     }
 }
 
 impl Ledger for SqliteLedger {
     fn append(&self, record: &LedgerRecord) -> Result<(), LedgerError> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction().map_err(storage)?;
-        insert_record(&tx, record)?;
-        tx.commit().map_err(storage)
+        let row = Row::of(record)?;
+        self.writer.write(true, move |tx| insert_record(tx, &row))
     }
 
     fn claim(
@@ -242,29 +285,28 @@ impl Ledger for SqliteLedger {
         ttl: std::time::Duration,
     ) -> Result<Lease, LedgerError> {
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let mut conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let lease = decide_claim(
-            run_id,
-            lease_row(&tx, run_id)?.as_ref(),
-            holder,
-            ttl_ms,
-            now_ms(),
-        )?;
-        let row = LeaseRow {
-            holder: lease.holder.clone(),
-            token: lease.token,
-            expires_at_ms: lease.expires_at_ms,
-        };
-        put_lease(&tx, run_id, &row)?;
-        tx.commit().map_err(storage)?;
-        Ok(lease)
+        let holder = holder.to_owned();
+        self.writer.write(true, move |tx| {
+            let lease = decide_claim(
+                run_id,
+                lease_row(tx, run_id)?.as_ref(),
+                &holder,
+                ttl_ms,
+                now_ms(),
+            )?;
+            let row = LeaseRow {
+                holder: lease.holder.clone(),
+                token: lease.token,
+                expires_at_ms: lease.expires_at_ms,
+            };
+            put_lease(tx, run_id, &row)?;
+            Ok(lease)
+        })
     }
 
     fn append_leased(&self, record: &LedgerRecord, lease: &Lease) -> Result<(), LedgerError> {
-        self.leased(record.run_id, lease, |tx| insert_record(tx, record))
+        let row = Row::of(record)?;
+        self.leased(record.run_id, lease, move |tx| insert_record(tx, &row))
     }
 
     fn append_tool_call_leased(
@@ -274,47 +316,41 @@ impl Ledger for SqliteLedger {
         call: &JournalEntry,
         lease: &Lease,
     ) -> Result<(), LedgerError> {
-        self.leased(run_id, lease, |tx| {
-            insert_tool_call(tx, run_id, turn_seq, call)
-        })
+        let call = CallRow::of(run_id, turn_seq, call)?;
+        self.leased(run_id, lease, move |tx| insert_tool_call(tx, &call))
     }
 
     fn renew(&self, lease: &Lease) -> Result<(), LedgerError> {
-        let mut conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let now = now_ms();
-        decide_write(lease, lease_row(&tx, lease.run_id)?.as_ref(), now)?;
-        let row = LeaseRow {
-            holder: lease.holder.clone(),
-            token: lease.token,
-            expires_at_ms: now.saturating_add(lease.ttl_ms),
-        };
-        put_lease(&tx, lease.run_id, &row)?;
-        tx.commit().map_err(storage)
+        let lease = lease.clone();
+        self.writer.write(true, move |tx| {
+            let now = now_ms();
+            decide_write(&lease, lease_row(tx, lease.run_id)?.as_ref(), now)?;
+            let row = LeaseRow {
+                holder: lease.holder.clone(),
+                token: lease.token,
+                expires_at_ms: now.saturating_add(lease.ttl_ms),
+            };
+            put_lease(tx, lease.run_id, &row)
+        })
     }
 
     fn release(&self, lease: &Lease) -> Result<(), LedgerError> {
         // Only the holder's own lease; a lost release merely lets the lease
-        // run to its term, so it need not wait for the disk.
-        let conn = self.conn()?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(storage)?;
-        let released = conn
-            .execute(
+        // run to its term, so it need not wait for the disk (`false`: a
+        // group of releases only is committed without a sync).
+        let (run_id, token) = (lease.run_id, lease.token);
+        self.writer.write(false, move |tx| {
+            tx.execute(
                 "UPDATE leases SET expires_at_ms = 0 WHERE run_id = ?1 AND token = ?2 AND expires_at_ms <> 0",
-                params![id(lease.run_id), lease.token as i64],
+                params![id(run_id), token as i64],
             )
-            .map_err(storage);
-        // Back to the ledger's setting before anything else is committed.
-        conn.pragma_update(None, "synchronous", self.synchronous)
-            .map_err(storage)?;
-        released.map(drop)
+            .map(drop)
+            .map_err(storage)
+        })
     }
 
     fn lease(&self, run_id: u64) -> Result<Option<LeaseRow>, LedgerError> {
-        lease_row(&*self.conn()?, run_id)
+        self.writer.read(move |conn| lease_row(conn, run_id))
     }
 
     fn append_revocation(
@@ -375,45 +411,47 @@ impl Ledger for SqliteLedger {
     }
 
     fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError> {
-        let conn = self.conn()?;
-        let mut stmt = conn
-            .prepare("SELECT seq, record FROM records WHERE run_id = ?1 ORDER BY seq")
-            .map_err(storage)?;
-        let mut rows = stmt.query(params![id(run_id)]).map_err(storage)?;
-        let mut records = Vec::new();
-        while let Some(row) = rows.next().map_err(storage)? {
-            records.push(stored_record(run_id, records.len(), row)?);
-        }
-        Ok(records)
+        self.writer.read(move |conn| {
+            let mut stmt = conn
+                .prepare("SELECT seq, record FROM records WHERE run_id = ?1 ORDER BY seq")
+                .map_err(storage)?;
+            let mut rows = stmt.query(params![id(run_id)]).map_err(storage)?;
+            let mut records = Vec::new();
+            while let Some(row) = rows.next().map_err(storage)? {
+                records.push(stored_record(run_id, records.len(), row)?);
+            }
+            Ok(records)
+        })
     }
 
     fn runs(&self) -> Result<Vec<u64>, LedgerError> {
-        let conn = self.conn()?;
-        // A run whose records were all removed keeps its head: listed.
-        let mut stmt = conn
-            .prepare("SELECT run_id FROM records UNION SELECT run_id FROM heads")
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |row| row.get::<_, i64>(0))
-            .map_err(storage)?;
-        let mut runs = Vec::new();
-        for row in rows {
-            runs.push(row.map_err(storage)? as u64);
-        }
-        runs.sort_unstable();
-        Ok(runs)
+        self.writer.read(|conn| {
+            // A run whose records were all removed keeps its head: listed.
+            let mut stmt = conn
+                .prepare("SELECT run_id FROM records UNION SELECT run_id FROM heads")
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map([], |row| row.get::<_, i64>(0))
+                .map_err(storage)?;
+            let mut runs = Vec::new();
+            for row in rows {
+                runs.push(row.map_err(storage)? as u64);
+            }
+            runs.sort_unstable();
+            Ok(runs)
+        })
     }
 
     fn head(&self, run_id: u64) -> Result<Option<(u32, String)>, LedgerError> {
-        let conn = self.conn()?;
-        let head = conn
-            .query_row(
+        let head = self.writer.read(move |conn| {
+            conn.query_row(
                 "SELECT seq, hash FROM heads WHERE run_id = ?1",
                 params![id(run_id)],
                 |row| Ok((Value::from(row.get_ref(0)?), Value::from(row.get_ref(1)?))),
             )
             .optional()
-            .map_err(storage)?;
+            .map_err(storage)
+        })?;
         let Some((seq, hash)) = head else {
             return Ok(None);
         };
@@ -429,27 +467,27 @@ impl Ledger for SqliteLedger {
         turn_seq: u32,
         entry: &JournalEntry,
     ) -> Result<(), LedgerError> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction().map_err(storage)?;
-        insert_tool_call(&tx, run_id, turn_seq, entry)?;
-        tx.commit().map_err(storage)
+        let call = CallRow::of(run_id, turn_seq, entry)?;
+        self.writer
+            .write(true, move |tx| insert_tool_call(tx, &call))
     }
 
     fn tool_calls(&self, run_id: u64, turn_seq: u32) -> Result<Vec<JournalEntry>, LedgerError> {
-        let conn = self.conn()?;
-        let mut stmt = conn
-            .prepare(
-                "SELECT idx, call FROM tool_calls WHERE run_id = ?1 AND turn_seq = ?2 ORDER BY idx",
-            )
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map(params![id(run_id), turn_seq], |row| {
-                Ok((row.get::<_, u32>(0)?, row.get::<_, String>(1)?))
-            })
-            .map_err(storage)?;
-        let mut calls = Vec::new();
-        for row in rows {
-            let (idx, json) = row.map_err(storage)?;
+        let stored = self.writer.read(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT idx, call FROM tool_calls WHERE run_id = ?1 AND turn_seq = ?2 ORDER BY idx",
+                )
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map(params![id(run_id), turn_seq], |row| {
+                    Ok((row.get::<_, u32>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(storage)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(storage)
+        })?;
+        let mut calls = Vec::with_capacity(stored.len());
+        for (idx, json) in stored {
             let entry = JournalEntry::from_stored(&json).map_err(|e| {
                 LedgerError::Corrupt(format!("run {run_id} turn #{turn_seq} call {idx}: {e}"))
             })?;
