@@ -359,55 +359,56 @@ impl Ledger for SqliteLedger {
     ) -> Result<(), LedgerError> {
         let json = serde_json::to_string(revocation).map_err(storage)?;
         let run_id = id(revocation.lease.run_id);
-        let mut conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        tx.execute(
-            "INSERT INTO revocations (run_id, idx, revocation) \
-             VALUES (?1, (SELECT COUNT(*) FROM revocations WHERE run_id = ?1), ?2)",
-            params![run_id, json],
-        )
-        .map_err(storage)?;
-        tx.commit().map_err(storage)
+        // Durable before the caller is told: a revocation acknowledged and
+        // then lost would let a revoked lease act again after a restart.
+        self.writer.write(true, move |tx| {
+            tx.execute(
+                "INSERT INTO revocations (run_id, idx, revocation) \
+                 VALUES (?1, (SELECT COUNT(*) FROM revocations WHERE run_id = ?1), ?2)",
+                params![run_id, json],
+            )
+            .map(drop)
+            .map_err(storage)
+        })
     }
 
     fn revocations(&self, run_id: u64) -> Result<Vec<crate::spec::StoredRevocation>, LedgerError> {
-        let conn = self.conn()?;
-        // A file of an older format opened for reading has no such table:
-        // it holds no revocation.
-        let has_table: bool = conn
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'revocations')",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(storage)?;
-        if !has_table {
-            return Ok(Vec::new());
-        }
-        let mut stmt = conn
-            .prepare("SELECT idx, revocation FROM revocations WHERE run_id = ?1 ORDER BY idx")
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map(params![id(run_id)], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })
-            .map_err(storage)?;
-        let mut revocations = Vec::new();
-        for row in rows {
-            let (idx, json) = row.map_err(storage)?;
-            let revocation: crate::spec::StoredRevocation = crate::encode::from_json_text(&json)
-                .map_err(|e| LedgerError::Corrupt(format!("run {run_id} revocation {idx}: {e}")))?;
-            if revocation.lease.run_id != run_id {
-                return Err(LedgerError::Corrupt(format!(
-                    "run {run_id} revocation {idx} names run {}",
-                    revocation.lease.run_id
-                )));
+        self.writer.read(move |conn| {
+            // A file of an older format opened for reading has no such table:
+            // it holds no revocation.
+            let has_table: bool = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'revocations')",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(storage)?;
+            if !has_table {
+                return Ok(Vec::new());
             }
-            revocations.push(revocation);
-        }
-        Ok(revocations)
+            let mut stmt = conn
+                .prepare("SELECT idx, revocation FROM revocations WHERE run_id = ?1 ORDER BY idx")
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map(params![id(run_id)], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(storage)?;
+            let mut revocations = Vec::new();
+            for row in rows {
+                let (idx, json) = row.map_err(storage)?;
+                let revocation: crate::spec::StoredRevocation = crate::encode::from_json_text(&json)
+                    .map_err(|e| LedgerError::Corrupt(format!("run {run_id} revocation {idx}: {e}")))?;
+                if revocation.lease.run_id != run_id {
+                    return Err(LedgerError::Corrupt(format!(
+                        "run {run_id} revocation {idx} names run {}",
+                        revocation.lease.run_id
+                    )));
+                }
+                revocations.push(revocation);
+            }
+            Ok(revocations)
+        })
     }
 
     fn records(&self, run_id: u64) -> Result<Vec<LedgerRecord>, LedgerError> {

@@ -90,8 +90,6 @@ impl<'x, W: Workflow> Harness<'x, W> {
             deps: self.deps,
             hop: 0,
             scope: None,
-            // No handoff granted the turn a lease: nothing to bound it by.
-            grantor: None,
             lease_seq: 0,
             shared: self.shared.clone(),
             turn_seq: 0,

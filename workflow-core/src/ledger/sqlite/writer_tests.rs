@@ -46,6 +46,7 @@ fn chain(run_id: u64, n: u32, tag: &str) -> Vec<LedgerRecord> {
                 at_us: u64::from(seq),
                 redelivery: false,
                 turn: None,
+                sender_scope: None,
                 trace_id: String::new(),
                 span_id: String::new(),
                 root: None,
