@@ -94,6 +94,8 @@ pub use spec::{
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
 // What backs an evidence item (its own line: the list above is long).
 pub use spec::Citation;
+// Parallel branches: a fan-out, each branch's outcome, a record's place in it.
+pub use spec::{Branch, Fork, ForkBranch, Lineage};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// and tool definitions in the Model Context Protocol's shape.
@@ -101,6 +103,17 @@ pub mod tool {
     pub use crate::export::{McpAnnotations, McpMeta, McpTool, mcp_object_schema, mcp_tools};
     pub use crate::run::{CallId, call_id};
     pub use crate::spec::{ToolCallRecord, ToolOutcome};
+}
+
+/// Parallel branches, driven step by step (generated fork turns do it;
+/// a hand-written workflow can too): open the fan-out with
+/// `Runtime::fork`, start each branch with `Runtime::branch`, run the bodies
+/// at once with [`run_branches`](parallel::run_branches), record each
+/// outcome with `Runtime::settle`, and the join's transfer with
+/// `Runtime::join`. See the book's chapter on parallel branches.
+pub mod parallel {
+    pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches};
+    pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
@@ -135,6 +148,7 @@ pub mod prelude {
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
+    pub use crate::spec::{Branch, Lineage};
     pub use crate::spec::{
         Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Lease, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
@@ -317,4 +331,6 @@ pub mod book {
     pub struct Enforcement;
     #[doc = include_str!("../../book/src/models.md")]
     pub struct Models;
+    #[doc = include_str!("../../book/src/parallel.md")]
+    pub struct Parallel;
 }

@@ -391,6 +391,7 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
         span_id: String::new(),
         root: None,
         mode: Default::default(),
+        lineage: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -156,6 +156,7 @@ fn a_duplicate_record_is_refused() {
         span_id: String::new(),
         root: None,
         mode: Default::default(),
+        lineage: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

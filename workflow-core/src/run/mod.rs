@@ -6,6 +6,7 @@
 mod cite;
 mod context;
 mod earlier;
+mod fork;
 mod generate;
 mod lease_receipt;
 pub(crate) mod receipt;
@@ -18,6 +19,7 @@ pub(crate) mod witness;
 
 pub use context::*;
 pub use earlier::*;
+pub use fork::*;
 pub use generate::*;
 pub use runtime::*;
 pub use tool_call::*;

@@ -72,6 +72,9 @@ pub struct Transcript {
     pub(crate) root: Option<String>,
     /// The executor's mode, written into every record.
     pub(crate) mode: crate::spec::Mode,
+    /// Where the records of fan-outs stand (branch and parent, or join), by
+    /// entry: kept beside the entries, which stay small for linear runs.
+    pub(crate) lineage: Vec<(u32, crate::spec::Lineage)>,
 }
 
 impl Transcript {
@@ -85,6 +88,7 @@ impl Transcript {
             turns: Vec::new(),
             root: None,
             mode: crate::spec::Mode::Enforce,
+            lineage: Vec::new(),
         }
     }
 
@@ -96,6 +100,7 @@ impl Transcript {
         self.bytes.shrink_to_fit();
         self.notes.shrink_to_fit();
         self.turns.shrink_to_fit();
+        self.lineage.shrink_to_fit();
     }
 
     /// The root invariants the run is pinned to, as the JSON text its first
@@ -168,6 +173,7 @@ impl Transcript {
             at_us: e.at_us,
             redelivery: e.redelivery,
             turn: self.turn(i).cloned(),
+            lineage: self.lineage(i).cloned(),
         })
     }
 
@@ -198,6 +204,7 @@ impl Transcript {
             // The run's header: its pinned root, on its first record only.
             root: if i == 0 { self.root.clone() } else { None },
             mode: self.mode,
+            lineage: self.lineage(i).cloned(),
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
@@ -269,6 +276,17 @@ impl Transcript {
             .map(|(_, t)| t)
     }
 
+    /// Where the `i`th transfer stands in a fan-out (its branch and parent,
+    /// or the join); `None` outside fan-outs.
+    pub fn lineage(&self, i: usize) -> Option<&crate::spec::Lineage> {
+        // Searched from the end: a fan-out's records are written last.
+        self.lineage
+            .iter()
+            .rev()
+            .find(|(at, _)| *at as usize == i)
+            .map(|(_, l)| l)
+    }
+
     /// The open questions handed to the caller with the workflow output
     /// (received by the last agent, neither resolved nor escalated).
     pub fn unresolved(&self) -> &[String] {
@@ -309,9 +327,13 @@ impl fmt::Display for Transcript {
                 Receipt::Audited { reasons } => format!("AUDIT: {}", audit_line(reasons)),
                 Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
             };
+            let lineage = match &r.lineage {
+                Some(l) => format!(" ({l})"),
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "#{seq} hop {hop} {from} -> {to} [{receipt}] {ty} {payload}",
+                "#{seq} hop {hop} {from} -> {to}{lineage} [{receipt}] {ty} {payload}",
                 seq = r.seq,
                 hop = r.hop,
                 from = r.from,

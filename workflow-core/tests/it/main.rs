@@ -30,6 +30,7 @@ pub mod ledger;
 pub mod mermaid;
 pub mod models;
 pub mod outcome;
+pub mod parallel;
 pub mod payload_limits;
 pub mod pinned_root;
 pub mod pins;

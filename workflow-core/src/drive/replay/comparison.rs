@@ -277,6 +277,7 @@ mod tests {
             span_id: String::new(),
             mode: crate::spec::Mode::Audit,
             root: None,
+            lineage: None,
             prev_hash: String::new(),
             hash: String::new(),
         }

@@ -57,6 +57,7 @@ fn chain(run_id: u64, n: u32) -> Vec<LedgerRecord> {
                 span_id: String::new(),
                 root: None,
                 mode: Default::default(),
+                lineage: None,
                 prev_hash: prev.clone(),
                 hash: String::new(),
             };
