@@ -165,6 +165,15 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::ledger::PayloadFormat;
+    pub use crate::run::{BranchBody, run_branches};
+    pub use crate::spec::{Branch, Fork, ForkBranch};
+
+    /// The contract of a branch's output handed to its join: none (a
+    /// branch's view is not a handoff; the questions it received go to the
+    /// join's turn).
+    pub fn no_contract<O>(_: &O) -> Option<crate::ContractView<'_>> {
+        None
+    }
     pub use crate::{
         Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractParts,
         ContractView, EdgeInfo, Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph,
