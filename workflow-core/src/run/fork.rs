@@ -52,6 +52,10 @@ pub struct ForkRun {
     next_outcome: u32,
     /// What the branches left open, for the join's turn.
     carried: Vec<String>,
+    /// The fan-out's span: the branches' `invoke_agent` spans are its
+    /// children, siblings of each other.
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl ForkRun {
@@ -179,6 +183,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         let branches = fork.branches.len();
         let first = self.transcript.len() as u32;
+        #[cfg(feature = "tracing")]
+        let span = {
+            let name = agent_name::<W>(fork.from);
+            tracing::info_span!(
+                "fan_out",
+                otel.name = %format_args!("fan_out {name}"),
+                otel.kind = "internal",
+                gen_ai.agent.name = name,
+                gen_ai.conversation.id = self.transcript.run_id,
+                workflow.fork = at,
+                workflow.branches = branches,
+            )
+        };
         Ok(ForkRun {
             fork,
             at,
@@ -189,6 +206,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             heads: vec![0; branches],
             next_outcome: first.saturating_add(branches as u32),
             carried: Vec::new(),
+            #[cfg(feature = "tracing")]
+            span,
         })
     }
 
@@ -299,7 +318,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.hops += 1;
         #[cfg(feature = "tracing")]
         {
-            turn.span = self.agent_span::<A>();
+            let name = agent_name::<W>(A::INDEX);
+            turn.span = tracing::info_span!(
+                parent: &fork.span,
+                "invoke_agent",
+                otel.name = %format_args!("invoke_agent {name}"),
+                otel.kind = "internal",
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.agent.name = name,
+                gen_ai.agent.id = A::INDEX,
+                gen_ai.conversation.id = self.transcript.run_id,
+                workflow.hop = self.hops.saturating_sub(1),
+                workflow.seq = start,
+                workflow.branch = branch,
+            );
         }
         turn.shared = Some(shared);
         turn.state = BranchState::Ready {
