@@ -98,6 +98,8 @@ pub use spec::Citation;
 pub use spec::{
     LeaseAct, RenewalOutcome, RenewalRefused, RevokeRefused, SenderScope, StoredRevocation,
 };
+// Parallel branches: a fan-out, each branch's outcome, a record's place in it.
+pub use spec::{Branch, Fork, ForkBranch, Lineage};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// tool definitions in the Model Context Protocol's shape, and tool
@@ -119,6 +121,17 @@ pub mod canary {
         Canaries, Canary, CanaryAnswer, CanaryMode, CanaryRecording, CanaryReport, CanaryRow,
         RecordedCanary, RecordedTool, Verdict, run, uncovered,
     };
+}
+
+/// Parallel branches, driven step by step (generated fork turns do it;
+/// a hand-written workflow can too): open the fan-out with
+/// `Runtime::fork`, start each branch with `Runtime::branch`, run the bodies
+/// at once with [`run_branches`](parallel::run_branches), record each
+/// outcome with `Runtime::settle`, and the join's transfer with
+/// `Runtime::join`. See the book's chapter on parallel branches.
+pub mod parallel {
+    pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches};
+    pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
@@ -153,6 +166,7 @@ pub mod prelude {
     pub use crate::llm::{Model, ModelError, Prompt};
     pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
+    pub use crate::spec::{Branch, Lineage};
     pub use crate::spec::{
         Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Lease, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
@@ -169,6 +183,15 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::ledger::PayloadFormat;
+    pub use crate::run::{BranchBody, run_branches};
+    pub use crate::spec::{Branch, Fork, ForkBranch};
+
+    /// The contract of a branch's output handed to its join: none (a
+    /// branch's view is not a handoff; the questions it received go to the
+    /// join's turn).
+    pub fn no_contract<O>(_: &O) -> Option<crate::ContractView<'_>> {
+        None
+    }
     pub use crate::{
         Agent, AgentInfo, Authority, AuthorityScope, Condition, Context, ContractParts,
         ContractView, EdgeInfo, Effect, EvidenceList, Executor, Expiry, Fallback, Granted, Graph,
@@ -335,4 +358,6 @@ pub mod book {
     pub struct Enforcement;
     #[doc = include_str!("../../book/src/models.md")]
     pub struct Models;
+    #[doc = include_str!("../../book/src/parallel.md")]
+    pub struct Parallel;
 }

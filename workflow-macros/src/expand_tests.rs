@@ -323,6 +323,50 @@ fn snapshot_on_reject() {
 }
 
 #[test]
+fn snapshot_parallel() {
+    let out = expand::workflow(
+        quote!(entry = lead, output = String),
+        quote! {
+            pub mod panel {
+                use super::*;
+
+                #[handoff]
+                pub struct SecurityAsk {
+                    #[contract] pub contract: Contract<authority::Security>,
+                }
+
+                #[handoff]
+                pub struct StyleAsk {
+                    #[contract] pub contract: Contract<authority::Style>,
+                }
+
+                #[agent(to = [parallel(security, style)])]
+                async fn lead(change: String, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Security], to = [judge])]
+                async fn security(a: SecurityAsk, cx: security::Context<'_>) -> Result<security::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Style], to = [judge])]
+                async fn style(a: StyleAsk, cx: style::Context<'_>) -> Result<style::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(join = [security: bool, style: bool], to = [END])]
+                async fn judge(views: judge::Joined, cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
 fn snapshot_tool_policies() {
     let out = expand::workflow(
         quote!(entry = operator, output = String),

@@ -130,9 +130,13 @@ impl WorkflowArgs {
     }
 }
 
-/// One entry of `to = [...]`: an agent, `END`, optionally `(max = N)`.
+/// One entry of `to = [...]`: an agent, `END`, optionally `(max = N)`;
+/// or a fan-out, `parallel(a, b, ..)`.
 pub struct TargetArg {
     pub name: Ident,
+    /// `parallel(a, b, ..)`: the branches' agents (the entry's `name` is
+    /// the `parallel` keyword).
+    pub branches: Option<Vec<Ident>>,
     pub bound: Option<Number<u64>>,
     /// A malformed `(..)` after the name: reported, and the edge is taken
     /// as bounded so that nothing else is reported about it.
@@ -144,9 +148,17 @@ impl Parse for TargetArg {
         let name: Ident = input.parse()?;
         let mut target = TargetArg {
             name,
+            branches: None,
             bound: None,
             bad_bound: None,
         };
+        if target.name == "parallel" && input.peek(syn::token::Paren) {
+            let inner;
+            parenthesized!(inner in input);
+            let branches = Punctuated::<Ident, Token![,]>::parse_terminated(&inner)?;
+            target.branches = Some(branches.into_iter().collect());
+            return Ok(target);
+        }
         if input.peek(syn::token::Paren) {
             let inner;
             parenthesized!(inner in input);
@@ -186,9 +198,32 @@ fn bracketed_list<T: Parse>(input: ParseStream) -> syn::Result<Vec<T>> {
 }
 
 /// `#[agent(owns = [..], tools = [..], to = [..], timeout_ms = N, max_steps = N)]`
+/// One entry of `join = [...]`: a branch's agent and the type of what it
+/// hands to the join (`security: Review`).
+pub struct JoinArg {
+    pub name: Ident,
+    pub ty: syn::Type,
+}
+
+impl Parse for JoinArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![:]>()?;
+        Ok(JoinArg {
+            name,
+            ty: input.parse()?,
+        })
+    }
+}
+
 #[derive(Default)]
 pub struct AgentArgs {
     pub owns: Vec<Ident>,
+    /// `join = [branch: Type, ..]`: the branches of a fan-out this agent
+    /// joins, with what each hands it.
+    pub join: Vec<JoinArg>,
+    /// The `join` key itself, when given.
+    pub join_key: Option<Ident>,
     pub tools: Vec<Ident>,
     pub to: Vec<TargetArg>,
     /// The `to` key itself, when given.
@@ -256,6 +291,7 @@ impl AgentArgs {
                     "owns",
                     "tools",
                     "to",
+                    "join",
                     "timeout_ms",
                     "max_steps",
                     "on_reject",
@@ -272,6 +308,10 @@ impl AgentArgs {
                 "to" => {
                     args.to_key = Some(key);
                     args.to = bracketed_list(input)?;
+                }
+                "join" => {
+                    args.join_key = Some(key);
+                    args.join = bracketed_list(input)?;
                 }
                 "on_reject" => args.on_reject = Some(parse_on_reject(input)?),
                 "max_steps" => args.max_steps = Some(Number::new(input.parse()?)),

@@ -392,6 +392,7 @@ fn the_trace_link_is_hashed_and_a_record_without_one_hashes_as_before() {
         root: None,
         sender_scope: None,
         mode: Default::default(),
+        lineage: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -157,6 +157,7 @@ fn a_duplicate_record_is_refused() {
         root: None,
         sender_scope: None,
         mode: Default::default(),
+        lineage: None,
         prev_hash: workflow_core::ledger::GENESIS.into(),
         hash: String::new(),
     };

@@ -492,6 +492,17 @@ impl<W: Workflow> Executor<W> {
         let Some(last) = records.last() else {
             return Err(fail(format!("run {run_id} has no records")));
         };
+        // A run cut inside a fan-out (its branches' records written, its
+        // join's not) is not carried on yet: said so, never guessed.
+        if let Some(
+            lineage @ (crate::spec::Lineage::Start { .. } | crate::spec::Lineage::Outcome { .. }),
+        ) = &last.lineage
+        {
+            return Err(fail(format!(
+                "run {run_id} stopped inside the fan-out of record #{} (its last record is the {lineage}): resuming in the middle of a fan-out is not supported yet; the branches' records are kept",
+                lineage.fork()
+            )));
+        }
         // Checked again here, where they are served (a ledger may override
         // `verify_run`): an entry that is not what was journaled is never
         // served, so never recorded.

@@ -133,9 +133,32 @@ pub fn verify_journal(
     records: &[LedgerRecord],
     mut journal: impl FnMut(u32) -> Result<Vec<JournalEntry>, LedgerError>,
 ) -> Result<Result<(), JournalTampering>, LedgerError> {
+    let cut = cut_branches(records);
     for (record, turn_seq) in records.iter().zip(1u32..) {
         let entries = journal(turn_seq)?;
-        if let Err(t) = check_turn_journal(run_id, turn_seq, &record.hash, &entries) {
+        // The record the turn worked on: the one before its outcome, or a
+        // branch's start for a branch of a fan-out (its outcome's parent).
+        let worked_on = match records
+            .get(turn_seq as usize)
+            .and_then(|r| r.lineage.as_ref())
+        {
+            Some(crate::spec::Lineage::Outcome { parent, .. }) => {
+                records.get(*parent as usize).unwrap_or(record)
+            }
+            _ => record,
+        };
+        let checked = check_turn_journal(run_id, turn_seq, &worked_on.hash, &entries);
+        // The first outcome of a fan-out cut before it was recorded: its
+        // turn may be any branch still running when the run was cut.
+        let checked = match checked {
+            Err(_) if turn_seq as usize == records.len() && !cut.is_empty() => cut
+                .iter()
+                .map(|start| check_turn_journal(run_id, turn_seq, &start.hash, &entries))
+                .find(Result::is_ok)
+                .unwrap_or(checked),
+            checked => checked,
+        };
+        if let Err(t) = checked {
             return Ok(Err(t));
         }
         let Some(outcome) = records.get(turn_seq as usize) else {
@@ -168,4 +191,30 @@ pub fn verify_journal(
         }
     }
     Ok(Ok(()))
+}
+
+/// The starts of the branches of a fan-out the records were cut inside
+/// (their last record is a branch's start or outcome) that have no outcome
+/// recorded: the records those branches' turns worked on.
+fn cut_branches(records: &[LedgerRecord]) -> Vec<&LedgerRecord> {
+    use crate::spec::Lineage;
+    let fork = match records.last().and_then(|r| r.lineage.as_ref()) {
+        Some(l @ (Lineage::Start { .. } | Lineage::Outcome { .. })) => l.fork(),
+        _ => return Vec::new(),
+    };
+    let settled: Vec<u16> = records
+        .iter()
+        .filter_map(|r| match &r.lineage {
+            Some(Lineage::Outcome {
+                fork: f, branch, ..
+            }) if *f == fork => Some(*branch),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter(|r| {
+            matches!(&r.lineage, Some(Lineage::Start { fork: f, branch }) if *f == fork && !settled.contains(branch))
+        })
+        .collect()
 }

@@ -110,6 +110,12 @@ pub struct LedgerRecord {
     /// leases are checked against the run's bounds only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_scope: Option<crate::spec::SenderScope>,
+    /// Where the record stands in a fan-out (parallel branches): the
+    /// branch it belongs to and the record it follows, or the join and the
+    /// branches' heads. Absent outside fan-outs (records written before
+    /// parallel branches existed read and hash the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<crate::spec::Lineage>,
     /// The hash of the previous record of the run (64 zeros for the first).
     pub prev_hash: String,
     /// The SHA-256 of this record's content and `prev_hash`, hex-encoded.
@@ -177,6 +183,15 @@ impl LedgerRecord {
             field(scope.authority.as_bytes());
             field(
                 serde_json::to_string(&scope.expires)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
+        }
+        // Parallel branches came later: hashed only when present, tagged.
+        if let Some(lineage) = &self.lineage {
+            field(b"lineage");
+            field(
+                serde_json::to_string(lineage)
                     .unwrap_or_default()
                     .as_bytes(),
             );

@@ -78,8 +78,9 @@ pub(crate) struct RunShared {
     /// for the edges with a loop bound: what an agent reads as the uses it
     /// has left.
     pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
-    /// What the agents' earlier turns are read from.
-    pub(crate) earlier: std::sync::Mutex<crate::run::EarlierLog>,
+    /// What the agents' earlier turns are read from (one log, shared with
+    /// the branches of a fan-out).
+    pub(crate) earlier: Arc<std::sync::Mutex<crate::run::EarlierLog>>,
     /// The leases revoked in the run, the current turn's renewal and lease
     /// acts (`run/lease_book.rs`).
     pub(crate) leases: std::sync::Mutex<crate::run::LeaseBook>,
@@ -105,14 +106,30 @@ pub(crate) struct TurnLog {
     pub(crate) approval: Option<Approval>,
     pub(crate) next_model_call: u32,
     pub(crate) model_calls: Vec<crate::spec::ModelCallRecord>,
+    /// In a branch of a fan-out: what every branch of the fan-out has spent
+    /// so far (this one included), so that the run's budgets are checked
+    /// against all of them at once.
+    pub(crate) pool: Option<Arc<std::sync::Mutex<Usage>>>,
 }
 
 impl TurnLog {
-    /// What the run has spent: before this turn, and in it.
+    /// What the run has spent: before this turn, and in it (and, in a
+    /// branch, in its sibling branches).
     pub(crate) fn spent(&self) -> Usage {
         let mut spent = self.spent_before;
-        spent.add(&self.usage);
+        match &self.pool {
+            None => spent.add(&self.usage),
+            Some(pool) => spent.add(&pool.lock().unwrap_or_else(|p| p.into_inner())),
+        }
         spent
+    }
+
+    /// Charges `usage` to this turn (and to its fan-out's pool).
+    pub(crate) fn add(&mut self, usage: &Usage) {
+        self.usage.add(usage);
+        if let Some(pool) = &self.pool {
+            pool.lock().unwrap_or_else(|p| p.into_inner()).add(usage);
+        }
     }
 }
 
@@ -135,7 +152,7 @@ impl RunShared {
     /// Charges `usage` to the current turn; past a budget it is an error.
     pub(crate) fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
         let mut log = self.lock();
-        log.usage.add(&usage);
+        log.add(&usage);
         self.mark();
         let spent = log.spent();
         match self.budget.and_then(|b| b.over(&spent, false)) {

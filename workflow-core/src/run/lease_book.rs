@@ -53,6 +53,26 @@ impl LeaseBook {
             .any(|(s, after)| *s == seq && after.is_none_or(|a| position > a))
     }
 
+    /// The book a branch of a fan-out starts with: the leases revoked so
+    /// far, no renewal, no acts.
+    pub(crate) fn for_branch(&self) -> LeaseBook {
+        LeaseBook {
+            revoked: self.revoked.clone(),
+            renewed: None,
+            acts: Vec::new(),
+        }
+    }
+
+    /// Takes in the revocations a branch's book holds that this one does
+    /// not; whether there were any.
+    pub(crate) fn absorb(&mut self, branch: &LeaseBook) -> bool {
+        let before = self.revoked.len();
+        for (seq, after) in &branch.revoked {
+            self.revoke(*seq, *after);
+        }
+        self.revoked.len() > before
+    }
+
     /// The current turn's lease acts and its renewal, taken for its record
     /// (the book is clean for the next turn).
     pub(crate) fn end_turn(&mut self) -> (Vec<LeaseAct>, Option<(u32, Expiry)>) {

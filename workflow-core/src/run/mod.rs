@@ -6,6 +6,7 @@
 mod cite;
 mod context;
 mod earlier;
+mod fork;
 mod generate;
 pub(crate) mod lease_book;
 mod lease_receipt;
@@ -19,6 +20,7 @@ pub(crate) mod witness;
 
 pub use context::*;
 pub use earlier::*;
+pub use fork::*;
 pub use generate::*;
 pub(crate) use lease_book::{LeaseBook, outlives_grantor, unix_now_ms};
 pub use runtime::*;

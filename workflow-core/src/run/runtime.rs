@@ -109,6 +109,9 @@ pub struct Runtime<'x, W: Workflow> {
     /// Audit mode: the failed checks found so far on the last transfer,
     /// recorded in its receipt when it is let through.
     pub(super) audited: Vec<RejectReason>,
+    /// The questions the branches of the last fan-out left open, for its
+    /// join's turn to carry forward (the join's input is not a handoff).
+    pub(super) joined_open: Vec<String>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -214,6 +217,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             lease: None,
             root_error: None,
             audited: Vec::new(),
+            joined_open: Vec::new(),
         }
     }
 
@@ -320,6 +324,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 t.sender_scopes.push((i as u32, authority, scope.expires));
             }
             t.note(i, r.receipt.clone());
+            if let Some(lineage) = &r.lineage {
+                t.lineage.push((i as u32, lineage.clone()));
+            }
+            // A branch's outcome is collected for its join, not a turn of
+            // the join's agent: the join's own transfer is.
+            let outcome = matches!(r.lineage, Some(crate::spec::Lineage::Outcome { .. }));
             if let Some(turn) = &r.turn {
                 t.turns.push((i as u32, turn.clone()));
                 run.spent.add(&turn.usage);
@@ -342,7 +352,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 uses.store(next, Ordering::Relaxed);
             }
             if let Node::Agent(to) = info.to {
-                if status.ran() {
+                if status.ran() && !outcome {
                     run.hops = run
                         .hops
                         .checked_add(1)
@@ -374,7 +384,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Commits the last record to the ledger, if there is one: called once
     /// its receipt is decided, before the receiver's body runs.
-    fn commit_last(&mut self) -> Result<(), RunError> {
+    pub(super) fn commit_last(&mut self) -> Result<(), RunError> {
         let Some(ledger) = self.ledger else {
             return Ok(());
         };
@@ -410,7 +420,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.hops
     }
 
-    fn context<A: Agent<W>>(&self, scope: Option<(&'static str, Expiry)>) -> Context<'x, W, A> {
+    pub(super) fn context<A: Agent<W>>(
+        &self,
+        scope: Option<(&'static str, Expiry)>,
+    ) -> Context<'x, W, A> {
         Context {
             root: self.root,
             deps: self.deps,
@@ -433,7 +446,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// When the run's deadline passes, as an instant of this process (`None`:
     /// no deadline).
-    fn deadline(&self) -> Option<std::time::Instant> {
+    pub(super) fn deadline(&self) -> Option<std::time::Instant> {
         self.limits.deadline_ms.map(|after_ms| {
             let left = after_ms.saturating_sub(self.elapsed_ms());
             std::time::Instant::now() + std::time::Duration::from_millis(left)
@@ -462,7 +475,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .iter()
             .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
             .collect();
-        let earlier = std::mem::take(&mut *self.shared.earlier());
+        let earlier = self.shared.earlier.clone();
         let leases = std::mem::take(&mut *self.shared.leases());
         let leases_used = self.shared.leases_used.load(Ordering::Acquire);
         self.shared = Arc::new(RunShared {
@@ -478,7 +491,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             recorded,
             lease,
             edge_uses,
-            earlier: std::sync::Mutex::new(earlier),
+            earlier,
             leases: std::sync::Mutex::new(leases),
             leases_used: std::sync::atomic::AtomicBool::new(leases_used),
             ..RunShared::default()
@@ -576,7 +589,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// reason that cannot be audited) the transfer is rejected and the
     /// error returned; in audit mode the reason is kept for the transfer's
     /// receipt and the transfer goes on.
-    fn verdict(&mut self, reason: RejectReason) -> Result<(), RunError> {
+    pub(super) fn verdict(&mut self, reason: RejectReason) -> Result<(), RunError> {
         if self.limits.mode == crate::spec::Mode::Audit && reason.auditable() {
             crate::observe::telemetry::audit_verdict::<W>(
                 self.transcript.entries.last().map(|e| e.edge),
@@ -590,7 +603,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Marks the last transfer accepted, or audited with the failed checks
     /// audit mode let through.
-    fn accept_last(&mut self) {
+    pub(super) fn accept_last(&mut self) {
         let i = self.transcript.len().saturating_sub(1);
         if self.audited.is_empty() {
             if let Some(last) = self.transcript.entries.last_mut() {
@@ -606,7 +619,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The edge `edge`, checked to exist and to lead to `END` (`to_end`) or
     /// not: generated code always passes a right index; a hand-written
     /// workflow that does not gets an error, never a panic.
-    fn edge(
+    pub(super) fn edge(
         &self,
         edge: u16,
         end: Node,
@@ -625,7 +638,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Records the transfer of `payload`; a payload the encoder refuses
     /// (too deep, a non-finite number) is recorded as `null` and its
     /// reason returned, for the caller to reject it at its first receipt.
-    fn record<P: Serialize>(
+    pub(super) fn record<P: Serialize>(
         &mut self,
         edge: u16,
         info: &'static crate::spec::EdgeInfo,
@@ -863,7 +876,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Microseconds since the run started (before it was resumed too): a
     /// typed error when a stored time leaves no room, never a wrap.
-    fn now_us(&self) -> Result<u64, RunError> {
+    pub(super) fn now_us(&self) -> Result<u64, RunError> {
         let elapsed_us = self.clock.delta_as_nanos(self.started, self.clock.raw()) / 1000;
         self.at_offset_us.checked_add(elapsed_us).ok_or_else(|| {
             RunError::Resume(format!(
@@ -1021,7 +1034,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Tells the spans and the metrics that the last transfer's receipt was
     /// decided.
     #[inline]
-    fn receipt_decided(&self) {
+    pub(super) fn receipt_decided(&self) {
         self.handoff_event();
         crate::observe::telemetry::receipt_decided::<W>(
             self.transcript.entries.last().map(|e| e.edge),
@@ -1034,7 +1047,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Tells the progress callback, if any, that agent `A`'s turn starts.
     #[inline]
-    fn progress<A: Agent<W>>(&self) {
+    pub(super) fn progress<A: Agent<W>>(&self) {
         if let Some(progress) = self.limits.progress {
             progress(&Progress {
                 workflow: W::GRAPH.name,
@@ -1048,12 +1061,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Starts the log of a turn: what the run spent so far, nothing logged.
     #[inline]
-    fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
+    pub(super) fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
         self.open = match contract {
             Some(c) if !c.open.is_empty() => {
                 c.open.questions().into_iter().map(str::to_owned).collect()
             }
-            _ => Vec::new(),
+            // A join's turn receives what its branches left open.
+            _ => std::mem::take(&mut self.joined_open),
         };
         if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero() {
             let mut log = self.shared.lock();
@@ -1072,34 +1086,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn end_turn<A: Agent<W>>(
         &mut self,
     ) -> (Option<TurnRecord>, Option<(crate::spec::ToolError, Then)>) {
-        if !self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) {
-            return (None, None);
-        }
-        let mut log = self.shared.lock();
-        let mut calls = std::mem::take(&mut log.calls);
-        calls.sort_by_key(|c| c.index);
-        let mut model_calls = std::mem::take(&mut log.model_calls);
-        model_calls.sort_by_key(|c| c.index);
-        let usage = log.usage;
-        let failure = log.failure.take();
-        log.usage = Usage::default();
-        log.returned = None;
-        log.approval = None;
-        drop(log);
-        self.spent.add(&usage);
         let leases = self.end_turn_leases();
-        let logged =
-            !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero() || !leases.is_empty();
-        let record = logged.then(|| TurnRecord {
-            agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
-            input_seq: self.turn_input as u32,
-            tool_calls: calls,
-            model_calls,
-            usage,
-            unresolved: Vec::new(),
-            leases,
-        });
-        (record, failure)
+        take_turn::<W, A>(&self.shared, self.turn_input, &mut self.spent, leases)
     }
 
     /// Records the current turn's input again, escalated (after a tool
@@ -1156,7 +1144,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Records transfer `edge` again with `bytes` (pending), after an
     /// escalation; its index.
-    fn push_redelivery(
+    pub(super) fn push_redelivery(
         &mut self,
         edge: u16,
         format: crate::spec::PayloadFormat,
@@ -1377,7 +1365,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         next_out.route(self)
     }
 
-    fn keep_turn(&mut self, at: u32, turn: Option<TurnRecord>) {
+    pub(super) fn keep_turn(&mut self, at: u32, turn: Option<TurnRecord>) {
         if let Some(turn) = turn {
             self.transcript.turns.push((at, turn));
         }
@@ -1448,11 +1436,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Emits the handoff event of the last transfer (its receipt decided).
     #[cfg(not(feature = "tracing"))]
-    fn handoff_event(&self) {}
+    pub(super) fn handoff_event(&self) {}
 
     /// Emits the handoff event of the last transfer (its receipt decided).
     #[cfg(feature = "tracing")]
-    fn handoff_event(&self) {
+    pub(super) fn handoff_event(&self) {
         let Some(e) = self.transcript.entries.last() else {
             return;
         };
@@ -1521,6 +1509,45 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         };
         self.deliver_turn::<A>(result)
     }
+}
+
+/// Ends the log of agent `A`'s turn kept in `shared`: its record (when it
+/// called tools or charged usage; `turn_input` is the transfer it worked
+/// on) and the failure of a tool under a fallback policy; what it spent is
+/// added to `spent`.
+pub(super) fn take_turn<W: Workflow, A: Agent<W>>(
+    shared: &RunShared,
+    turn_input: usize,
+    spent: &mut Usage,
+    leases: Vec<crate::spec::LeaseAct>,
+) -> (Option<TurnRecord>, Option<(crate::spec::ToolError, Then)>) {
+    if leases.is_empty() && !shared.dirty.load(std::sync::atomic::Ordering::Relaxed) {
+        return (None, None);
+    }
+    let mut log = shared.lock();
+    let mut calls = std::mem::take(&mut log.calls);
+    calls.sort_by_key(|c| c.index);
+    let mut model_calls = std::mem::take(&mut log.model_calls);
+    model_calls.sort_by_key(|c| c.index);
+    let usage = log.usage;
+    let failure = log.failure.take();
+    log.usage = Usage::default();
+    log.returned = None;
+    log.approval = None;
+    drop(log);
+    spent.add(&usage);
+    let logged =
+        !calls.is_empty() || !model_calls.is_empty() || !usage.is_zero() || !leases.is_empty();
+    let record = logged.then(|| TurnRecord {
+        agent: Cow::Borrowed(agent_name::<W>(A::INDEX)),
+        input_seq: turn_input as u32,
+        tool_calls: calls,
+        model_calls,
+        usage,
+        unresolved: Vec::new(),
+        leases,
+    });
+    (record, failure)
 }
 
 /// What a rejection at agent `a`'s receipt does.

@@ -172,7 +172,10 @@ fn check_guard<W: Workflow, T: Tool<W>>(input: &T::Input, root: &W::Root) -> Res
 /// Counts the call against the run's tool-call budget.
 fn charge_call<W: Workflow, T: Tool<W>>(shared: &RunShared) -> Result<(), ToolError> {
     let mut log = shared.lock();
-    log.usage.tool_calls += 1;
+    log.add(&crate::spec::Usage {
+        tool_calls: 1,
+        ..Default::default()
+    });
     let spent = log.spent();
     if let Some(budget) = shared.budget
         && let Some(limit) = budget.tool_calls

@@ -75,6 +75,9 @@ pub struct Transcript {
     /// The scope each transfer's sender worked under when it sent it, by
     /// entry, for the transfers whose sender had one (in entry order).
     pub(crate) sender_scopes: Vec<(u32, &'static str, crate::spec::Expiry)>,
+    /// Where the records of fan-outs stand (branch and parent, or join), by
+    /// entry: kept beside the entries, which stay small for linear runs.
+    pub(crate) lineage: Vec<(u32, crate::spec::Lineage)>,
 }
 
 impl Transcript {
@@ -89,6 +92,7 @@ impl Transcript {
             root: None,
             mode: crate::spec::Mode::Enforce,
             sender_scopes: Vec::new(),
+            lineage: Vec::new(),
         }
     }
 
@@ -100,6 +104,7 @@ impl Transcript {
         self.bytes.shrink_to_fit();
         self.notes.shrink_to_fit();
         self.turns.shrink_to_fit();
+        self.lineage.shrink_to_fit();
         self.sender_scopes.shrink_to_fit();
     }
 
@@ -187,6 +192,7 @@ impl Transcript {
             at_us: e.at_us,
             redelivery: e.redelivery,
             turn: self.turn(i).cloned(),
+            lineage: self.lineage(i).cloned(),
         })
     }
 
@@ -223,6 +229,7 @@ impl Transcript {
                     expires,
                 }
             }),
+            lineage: self.lineage(i).cloned(),
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
@@ -294,6 +301,17 @@ impl Transcript {
             .map(|(_, t)| t)
     }
 
+    /// Where the `i`th transfer stands in a fan-out (its branch and parent,
+    /// or the join); `None` outside fan-outs.
+    pub fn lineage(&self, i: usize) -> Option<&crate::spec::Lineage> {
+        // Searched from the end: a fan-out's records are written last.
+        self.lineage
+            .iter()
+            .rev()
+            .find(|(at, _)| *at as usize == i)
+            .map(|(_, l)| l)
+    }
+
     /// The open questions handed to the caller with the workflow output
     /// (received by the last agent, neither resolved nor escalated).
     pub fn unresolved(&self) -> &[String] {
@@ -334,9 +352,13 @@ impl fmt::Display for Transcript {
                 Receipt::Audited { reasons } => format!("AUDIT: {}", audit_line(reasons)),
                 Receipt::TurnFailed { error } => format!("TURN FAILED: {error}"),
             };
+            let lineage = match &r.lineage {
+                Some(l) => format!(" ({l})"),
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "#{seq} hop {hop} {from} -> {to} [{receipt}] {ty} {payload}",
+                "#{seq} hop {hop} {from} -> {to}{lineage} [{receipt}] {ty} {payload}",
                 seq = r.seq,
                 hop = r.hop,
                 from = r.from,

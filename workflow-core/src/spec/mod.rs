@@ -8,6 +8,7 @@
 //! `Context` in their method signatures, because a generated turn drives the
 //! runtime. Start reading here.
 
+mod branch;
 mod budget;
 mod citation;
 mod contract;
@@ -26,6 +27,7 @@ mod standard_format;
 mod tool;
 mod workflow;
 
+pub use branch::*;
 pub use budget::*;
 pub use citation::*;
 pub use contract::*;

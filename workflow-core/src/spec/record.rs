@@ -522,6 +522,10 @@ pub struct TransferRecord {
     /// The sender's turn that produced this transfer, when it called tools
     /// or charged usage.
     pub turn: Option<TurnRecord>,
+    /// Where the transfer stands in a fan-out (its branch and parent, or
+    /// the join); absent outside fan-outs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<crate::spec::Lineage>,
 }
 
 /// A record that cannot be given back.

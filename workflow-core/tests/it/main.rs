@@ -32,6 +32,8 @@ pub mod ledger;
 pub mod mermaid;
 pub mod models;
 pub mod outcome;
+pub mod parallel;
+pub mod parallel_dsl;
 pub mod payload_limits;
 pub mod pinned_root;
 pub mod pins;

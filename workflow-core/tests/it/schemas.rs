@@ -936,6 +936,7 @@ fn a_receipt_with_an_unknown_field_is_refused_by_serde_too() {
         at_us: 0,
         redelivery: false,
         turn: None,
+        lineage: None,
     })
     .unwrap();
     record["receipt"]["reason"] = json!({"code": "hop_cap", "max_hops": 1});

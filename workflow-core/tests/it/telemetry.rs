@@ -276,3 +276,43 @@ fn a_tool_loop_is_a_chat_span_per_step_and_an_execute_tool_span_per_call_under_t
         "the calls are siblings of the steps, under the agent"
     );
 }
+
+#[test]
+fn branch_turns_are_sibling_spans_under_their_fan_out() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(crate::parallel_dsl::review::Workflow::new((), ()).run("a change".into()))
+            .unwrap()
+    });
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let fan: Vec<&SpanSeen> = seen
+        .spans
+        .values()
+        .filter(|s| s.name == "fan_out")
+        .collect();
+    assert_eq!(fan.len(), 1);
+    assert_eq!(fan[0].parent.as_deref(), Some("invoke_workflow"));
+    assert_eq!(fan[0].fields["otel.name"], "fan_out lead");
+    let mut branches: Vec<String> = seen
+        .spans
+        .values()
+        .filter(|s| s.name == "invoke_agent" && s.parent.as_deref() == Some("fan_out"))
+        .map(|s| s.fields["gen_ai.agent.name"].clone())
+        .collect();
+    branches.sort();
+    assert_eq!(branches, ["security", "style"]);
+    // The lead's and the judge's turns stay under the workflow.
+    let mut others: Vec<String> = seen
+        .spans
+        .values()
+        .filter(|s| s.name == "invoke_agent" && s.parent.as_deref() == Some("invoke_workflow"))
+        .map(|s| s.fields["gen_ai.agent.name"].clone())
+        .collect();
+    others.sort();
+    assert_eq!(others, ["judge", "lead"]);
+}

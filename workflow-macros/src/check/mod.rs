@@ -3,4 +3,5 @@
 pub mod contract;
 pub mod forbidden;
 pub mod item;
+pub mod parallel;
 pub mod workflow;

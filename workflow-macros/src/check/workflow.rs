@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use syn::Ident;
 use syn::ext::IdentExt;
 
+use super::parallel::{EdgeKind, ForkModel};
 use crate::ctxt::{Ctxt, suggestion};
 use crate::graph::{Edge, Graph, Target};
 use crate::model::value::{Effect, Number, OnReject};
@@ -16,6 +17,10 @@ pub struct Resolved {
     pub graph: Graph,
     /// For each edge: the target's token in the sender's `to = [...]`.
     pub edge_tokens: Vec<Ident>,
+    /// For each edge: a handoff, or a part of a fan-out.
+    pub kinds: Vec<EdgeKind>,
+    /// The fan-outs (`to = [parallel(..)]`).
+    pub forks: Vec<ForkModel>,
     /// The hop cap: the computed bound, or the declared `max_hops` if lower.
     pub max_hops: u32,
 }
@@ -42,16 +47,20 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     let entry = check_entry(cx, wf);
     check_on_reject(cx, wf, entry);
     check_tool_effects(cx, wf);
-    let (graph, edge_tokens, all_resolved) = resolve_edges(cx, wf, entry.unwrap_or(0));
+    let (mut graph, mut edge_tokens, kinds, mut forks, all_resolved) =
+        resolve_edges(cx, wf, entry.unwrap_or(0));
+    // The rules below analyse each fan-out as the chain of turns it takes.
+    let (analysis, analysis_tokens, kinds) =
+        super::parallel::resolve(cx, wf, &mut graph, &mut edge_tokens, kinds, &mut forks);
     // Reachability and ends are only meaningful on the graph as declared:
     // with a bad entry or target they would report the same mistake again.
     let all_parsed = wf.agents.iter().all(|a| !a.args.incomplete);
     if entry.is_some() && all_resolved && all_parsed {
-        check_reachability(cx, wf, &graph);
-        check_ends(cx, wf, &graph);
-        check_hop_cap_reaches_end(cx, wf, &graph);
+        check_reachability(cx, wf, &analysis);
+        check_ends(cx, wf, &analysis);
+        check_hop_cap_reaches_end(cx, wf, &analysis);
     }
-    check_unbounded_loops(cx, wf, &graph, &edge_tokens);
+    check_unbounded_loops(cx, wf, &analysis, &analysis_tokens);
     // A handoff returned to its sender gives the sender one more turn, at
     // most `max` times per receiver and run.
     let returns: u64 = wf
@@ -62,7 +71,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
             _ => None,
         })
         .sum();
-    let computed = graph.max_hops().unwrap_or(0).saturating_add(returns);
+    let computed = analysis.max_hops().unwrap_or(0).saturating_add(returns);
     if computed > u64::from(u32::MAX) {
         cx.error_spanned_by(
             &wf.name,
@@ -76,6 +85,8 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     Some(Resolved {
         graph,
         edge_tokens,
+        kinds,
+        forks,
         max_hops: max_hops.min(u64::from(u32::MAX)) as u32,
     })
 }
@@ -419,8 +430,15 @@ fn check_tool_effects(cx: &Ctxt, wf: &Workflow) {
 
 /// Resolves `to = [...]` into edges; reports undeclared targets (with a
 /// suggestion), duplicates and bounds on `END`.
-fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, bool) {
+/// The edges as declared, with their tokens and kinds (a fan-out's starts
+/// marked; its outcomes and join are resolved by `parallel::resolve`), and
+/// the fan-outs.
+type Edges = (Graph, Vec<Ident>, Vec<EdgeKind>, Vec<ForkModel>, bool);
+
+fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> Edges {
     let mut all_resolved = true;
+    let mut kinds = Vec::new();
+    let mut forks: Vec<ForkModel> = Vec::new();
     let index: HashMap<String, usize> = wf
         .agents
         .iter()
@@ -432,6 +450,61 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
     for (from, a) in wf.agents.iter().enumerate() {
         let mut seen: Vec<String> = Vec::new();
         for t in &a.args.to {
+            if let Some(branches) = &t.branches {
+                if forks.iter().any(|f| f.from == from) {
+                    cx.error_spanned_by(
+                        &t.name,
+                        "an agent starts one fan-out: list every branch in one `parallel(..)`",
+                    );
+                    continue;
+                }
+                let mut fork = ForkModel {
+                    from,
+                    branches: Vec::new(),
+                    token: t.name.clone(),
+                    join: None,
+                    edges: Vec::new(),
+                    join_edge: None,
+                    clean: false,
+                };
+                for b in branches {
+                    let Some(&i) = index.get(&b.unraw().to_string()) else {
+                        let names: Vec<String> = agent_names(wf).collect();
+                        cx.error_spanned_by(
+                            b,
+                            format!(
+                                "branch `{b}` is not an agent of this workflow{}; declare it with `#[agent]` in this module",
+                                suggestion(&b.unraw().to_string(), names.iter().map(String::as_str))
+                            ),
+                        );
+                        all_resolved = false;
+                        continue;
+                    };
+                    if fork.branches.contains(&i) || i == from {
+                        cx.error_spanned_by(
+                            b,
+                            format!(
+                                "`{b}` cannot be a branch twice, nor a branch of its own fan-out"
+                            ),
+                        );
+                        continue;
+                    }
+                    kinds.push(EdgeKind::Start {
+                        fork: forks.len(),
+                        branch: fork.branches.len(),
+                    });
+                    edges.push(Edge {
+                        from,
+                        to: Target::Agent(i),
+                        bound: None,
+                    });
+                    tokens.push(b.clone());
+                    fork.edges.push((edges.len() - 1, None));
+                    fork.branches.push(i);
+                }
+                forks.push(fork);
+                continue;
+            }
             let name = t.name.unraw().to_string();
             if seen.contains(&name) {
                 cx.error_spanned_by(
@@ -478,6 +551,7 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
             };
             edges.push(Edge { from, to, bound });
             tokens.push(t.name.clone());
+            kinds.push(EdgeKind::Plain);
         }
     }
     let graph = Graph {
@@ -485,7 +559,7 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> (Graph, Vec<Ident>, 
         entry,
         edges,
     };
-    (graph, tokens, all_resolved)
+    (graph, tokens, kinds, forks, all_resolved)
 }
 
 /// Every agent must be reachable from the entry.

@@ -7,6 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
+use crate::check::parallel::EdgeKind;
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
 use crate::model::agent::Agent;
@@ -14,9 +15,79 @@ use crate::model::workflow::Workflow;
 
 use super::{body_call, input_alias};
 
-/// Incoming edges of each agent, by index.
-fn has_incoming(r: &Resolved, agent: usize) -> bool {
-    r.graph.edges.iter().any(|e| e.to == Target::Agent(agent))
+/// Whether agent `agent` receives handoffs (a join receives its branches'
+/// outcomes instead, in a generated type that is not a handoff).
+fn has_incoming(wf: &Workflow, r: &Resolved, agent: usize) -> bool {
+    if wf.agents[agent].args.join_key.is_some() {
+        return false;
+    }
+    r.graph.edges.iter().zip(&r.kinds).any(|(e, k)| {
+        e.to == Target::Agent(agent) && matches!(k, EdgeKind::Plain | EdgeKind::Start { .. })
+    })
+}
+
+/// The module-level alias of what branch agent `a` hands to its join.
+pub(super) fn branch_output_alias(a: &Agent) -> syn::Ident {
+    format_ident!("__wf_branch_output_{}", a.name.unraw())
+}
+
+/// The generated types of a fan-out agent (`Parallel`: one input per
+/// branch) and of a join agent (`Joined`: one outcome per branch), and the
+/// aliases of the branches' outputs.
+fn fork_types(wf: &Workflow, r: &Resolved, index: usize) -> (TokenStream, TokenStream) {
+    let mut inner = TokenStream::new();
+    let mut outer = TokenStream::new();
+    for fork in &r.forks {
+        if fork.from == index {
+            let fields = fork.branches.iter().map(|&b| {
+                let (field, ty) = (&wf.agents[b].name, input_alias(&wf.agents[b]));
+                let doc = format!("The input of branch `{field}`.");
+                quote!(#[doc = #doc] pub #field: super::#ty)
+            });
+            inner.extend(quote! {
+                /// The inputs of the fan-out's branches, one per branch: each
+                /// is handed to its branch's agent, all at once.
+                pub struct Parallel {
+                    #(#fields),*
+                }
+            });
+        }
+    }
+    // A join's input: one outcome per branch it lists (generated even when
+    // the list is wrong, reported, so that nothing else breaks).
+    let join = &wf.agents[index].args.join;
+    if wf.agents[index].args.join_key.is_some() {
+        for j in join {
+            let alias = format_ident!("__wf_branch_output_{}", j.name.unraw());
+            let ty = &j.ty;
+            outer.extend(quote! {
+                #[doc(hidden)]
+                #[allow(non_camel_case_types)]
+                type #alias = #ty;
+            });
+        }
+        let fields = join.iter().map(|j| {
+            let field = &j.name;
+            let alias = format_ident!("__wf_branch_output_{}", j.name.unraw());
+            let doc = format!("What branch `{field}` ended with.");
+            quote!(#[doc = #doc] pub #field: ::workflow_core::__private::Branch<super::#alias>)
+        });
+        inner.extend(quote! {
+            /// Every branch's outcome, one field per branch: its output,
+            /// or why it has none (rejected, failed, timed out, cancelled).
+            #[derive(
+                ::workflow_core::__private::serde::Serialize,
+                ::workflow_core::__private::serde::Deserialize,
+                ::workflow_core::__private::schemars::JsonSchema
+            )]
+            #[serde(crate = "::workflow_core::__private::serde", deny_unknown_fields)]
+            #[schemars(crate = "::workflow_core::__private::schemars")]
+            pub struct Joined {
+                #(#fields),*
+            }
+        });
+    }
+    (inner, outer)
 }
 
 /// `pre`/`post` bodies: bind the user's names, test each condition.
@@ -114,18 +185,35 @@ pub(super) fn agent(
         .graph
         .edges
         .iter()
-        .filter(|e| e.from == index)
-        .map(|e| match e.to {
-            Target::Agent(b) => {
-                let v = wf.agents[b].variant.clone();
-                let ty = input_alias(&wf.agents[b]);
-                let doc = format!("Hand off to `{}`.", wf.agents[b].name);
-                quote!(#[doc = #doc] #v(super::#ty))
-            }
-            Target::End => quote!(
-                #[doc = "End the run with the workflow output."]
-                End(super::__wf_output)
-            ),
+        .zip(&r.kinds)
+        .filter(|(e, _)| e.from == index)
+        .filter_map(|(e, kind)| {
+            Some(match (kind, e.to) {
+                (EdgeKind::Start { branch: 0, .. }, _) => quote!(
+                    #[doc = "Hand off to every branch of the fan-out at once."]
+                    Parallel(Parallel)
+                ),
+                (EdgeKind::Start { .. } | EdgeKind::Join { .. }, _) => return None,
+                (EdgeKind::Outcome { .. }, Target::Agent(b)) => {
+                    let v = wf.agents[b].variant.clone();
+                    let ty = branch_output_alias(a);
+                    let doc = format!(
+                        "Hand this branch's outcome to the join `{}`.",
+                        wf.agents[b].name
+                    );
+                    quote!(#[doc = #doc] #v(super::#ty))
+                }
+                (_, Target::Agent(b)) => {
+                    let v = wf.agents[b].variant.clone();
+                    let ty = input_alias(&wf.agents[b]);
+                    let doc = format!("Hand off to `{}`.", wf.agents[b].name);
+                    quote!(#[doc = #doc] #v(super::#ty))
+                }
+                (_, Target::End) => quote!(
+                    #[doc = "End the run with the workflow output."]
+                    End(super::__wf_output)
+                ),
+            })
         });
     // Each handoff site is one call: `hand_off` records the transfer with
     // the receiver's view of its contract, `end` with the output's.
@@ -134,11 +222,31 @@ pub(super) fn agent(
         .edges
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.from == index)
-        .map(|(i, e)| {
+        .zip(&r.kinds)
+        .filter(|((_, e), _)| e.from == index)
+        .filter_map(|((i, e), kind)| {
             let edge = (i + 1) as u16; // edge 0 is START -> entry
-            match e.to {
-                Target::Agent(b) => {
+            Some(match (kind, e.to) {
+                (EdgeKind::Start { fork, branch: 0 }, _) => {
+                    let v = quote::format_ident!("__Fork{}", fork);
+                    quote! {
+                        #name::Next::Parallel(parallel) => ::workflow_core::__private::Result::Ok(
+                            ::workflow_core::__private::Transition::To(#state::#v(parallel)),
+                        ),
+                    }
+                }
+                (EdgeKind::Start { .. } | EdgeKind::Join { .. }, _) => return None,
+                (EdgeKind::Outcome { .. }, Target::Agent(b)) => {
+                    let v = &wf.agents[b].variant;
+                    quote! {
+                        #name::Next::#v(_) => ::workflow_core::__private::Result::Err(
+                            ::workflow_core::__private::RunError::Protocol(
+                                ::workflow_core::__private::String::from("a branch's outcome is settled by its fan-out, not routed"),
+                            ),
+                        ),
+                    }
+                }
+                (_, Target::Agent(b)) => {
                     let (v, receiver) = (&wf.agents[b].variant, &wf.agents[b].name);
                     quote! {
                         #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<#spec, #receiver::Agent>(
@@ -146,12 +254,12 @@ pub(super) fn agent(
                         ),
                     }
                 }
-                Target::End => quote! {
+                (_, Target::End) => quote! {
                     #name::Next::End(output) => ::workflow_core::__private::end(
                         run, #edge, output, __wf_output_contract,
                     ),
                 },
-            }
+            })
         });
     // Deduplicated: a name listed twice is reported, and must not also
     // give a conflicting impl.
@@ -192,7 +300,7 @@ pub(super) fn agent(
         });
     // An agent that receives handoffs must take one (a compile error
     // otherwise); the entry's input is checked when it happens to be one.
-    let view = if has_incoming(r, index) {
+    let view = if has_incoming(wf, r, index) {
         let view = quote_spanned!(input.span()=> <#input as ::workflow_core::__private::Handoff>::contract(input));
         quote!(::workflow_core::__private::Option::Some(#view))
     } else {
@@ -247,6 +355,7 @@ pub(super) fn agent(
             }
         }
     });
+    let (fork_inner, fork_outer) = fork_types(wf, r, index);
     let mod_doc =
         format!("Generated for agent `{name}`: its marker, its `Next` and its `Context`.");
     let next_doc = format!(
@@ -265,7 +374,10 @@ pub(super) fn agent(
             /// What the agent sees during its turn.
             pub type Context<'x> = ::workflow_core::__private::Context<'x, super::#spec, Agent>;
             #extra
+            #fork_inner
         }
+
+        #fork_outer
 
         #(#owns)*
         #(#grants)*

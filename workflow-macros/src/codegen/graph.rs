@@ -5,6 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ext::IdentExt;
 
+use crate::check::parallel::EdgeKind;
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
 use crate::model::value::OnReject;
@@ -91,15 +92,23 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             bound: ::workflow_core::__private::Option::None,
         }
     };
-    let edges = r.graph.edges.iter().map(|e| {
+    let edges = r.graph.edges.iter().zip(&r.kinds).map(|(e, kind)| {
         let from = node(Target::Agent(e.from));
         let to = node(e.to);
-        let (ty, text, role) = match e.to {
-            Target::Agent(b) => {
+        let (ty, text, role) = match (kind, e.to) {
+            // A branch's outcome carries what the join declares for it.
+            (EdgeKind::Outcome { fork, branch }, _) => {
+                let alias = super::agent::branch_output_alias(&wf.agents[e.from]);
+                let text = r.forks[*fork]
+                    .output(wf, *branch)
+                    .map_or_else(|| "()".to_owned(), type_text);
+                (quote!(#alias), text, "output")
+            }
+            (_, Target::Agent(b)) => {
                 let t = &wf.agents[b].input_ty;
                 (quote!(#t), type_text(t), "input")
             }
-            Target::End => (output.clone(), output_text.clone(), "output"),
+            (_, Target::End) => (output.clone(), output_text.clone(), "output"),
         };
         let schema = schema_name(ty, role);
         let bound = match e.bound {

@@ -70,6 +70,90 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
+    // Each fan-out: a state of its own (the branches' inputs), whose turn
+    // runs every branch at once and records the join's transfer, and the
+    // static `Fork` the runtime reads.
+    let mut fork_states = Vec::new();
+    let mut fork_turns = Vec::new();
+    let mut fork_statics = Vec::new();
+    let mut fork_agent_of = Vec::new();
+    let mut fork_encodes = Vec::new();
+    for (f, fork) in r.forks.iter().enumerate() {
+        let v = quote::format_ident!("__Fork{}", f);
+        let stat = quote::format_ident!("__WF_FORK_{}", f);
+        let from = &wf.agents[fork.from].name;
+        let doc = format!("The branches of `{from}`'s fan-out run next.");
+        fork_states.push(quote!(#[doc = #doc] #[doc(hidden)] #v(#from::Parallel)));
+        let from_u16 = fork.from as u16;
+        let first = fork.branches.first().map_or(from_u16, |&b| b as u16);
+        fork_agent_of.push(quote!(#state::#v(_) => #first,));
+        fork_encodes.push(quote! {
+            #state::#v(_) => ::workflow_core::__private::Result::Err(
+                ::workflow_core::__private::String::from("a fan-out's state is not one payload"),
+            ),
+        });
+        let branches = fork.edges.iter().map(|(start, outcome)| {
+            let start = (*start + 1) as u16;
+            let outcome = outcome.map_or(0, |o| (o + 1) as u16);
+            quote!(::workflow_core::__private::ForkBranch { start: #start, outcome: #outcome })
+        });
+        let join_edge = fork.join_edge.map_or(0, |e| (e + 1) as u16);
+        fork_statics.push(quote! {
+            #[doc(hidden)]
+            static #stat: ::workflow_core::__private::Fork = ::workflow_core::__private::Fork {
+                from: #from_u16,
+                branches: &[#(#branches),*],
+                join: #join_edge,
+            };
+        });
+        // A fan-out whose rules failed (reported) gets a turn that compiles.
+        let Some(join) = fork.join.filter(|_| fork.clean) else {
+            fork_turns.push(quote! {
+                #state::#v(_) => ::workflow_core::__private::Result::Err(
+                    ::workflow_core::__private::RunError::Protocol(
+                        ::workflow_core::__private::String::from("the fan-out is malformed (reported at compile time)"),
+                    ),
+                ),
+            });
+            continue;
+        };
+        let join_agent = &wf.agents[join];
+        let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
+        let names: Vec<_> = fork.branches.iter().map(|&b| &wf.agents[b].name).collect();
+        let turns: Vec<_> = (0..names.len())
+            .map(|k| quote::format_ident!("__wf_branch_{}", k))
+            .collect();
+        let starts = names.iter().zip(&turns).enumerate().map(|(k, (b, t))| {
+            let k = k as u16;
+            quote!(let mut #t = run.branch::<#b::Agent>(&mut fork, #k, parallel.#b)?;)
+        });
+        let settles = names.iter().zip(&turns).map(|(b, t)| {
+            let alias = quote::format_ident!("__wf_branch_output_{}", b.unraw());
+            quote! {
+                let #b = run.settle::<#b::Agent, #alias>(
+                    &mut fork,
+                    #t,
+                    |next| match next { #b::Next::#join_v(out) => out },
+                    ::workflow_core::__private::no_contract,
+                )?;
+            }
+        });
+        fork_turns.push(quote! {
+            #state::#v(parallel) => {
+                let mut fork = run.fork(&#stat)?;
+                #(#starts)*
+                ::workflow_core::__private::run_branches(&mut [
+                    #(&mut #turns as &mut dyn ::workflow_core::__private::BranchBody),*
+                ]).await;
+                #(#settles)*
+                let joined = #join_name::Joined { #(#names),* };
+                run.join::<#join_name::Agent>(fork, &joined)?;
+                ::workflow_core::__private::Result::Ok(
+                    ::workflow_core::__private::Transition::To(#state::#join_v(joined)),
+                )
+            }
+        });
+    }
     let encodes = wf.agents.iter().map(|a| {
         let v = a.variant.clone();
         quote!(#state::#v(payload) => ::workflow_core::__private::encode(out, payload),)
@@ -126,8 +210,11 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
 
         /// Which agent runs next, with its input.
         pub enum #state {
-            #(#states),*
+            #(#states,)*
+            #(#fork_states,)*
         }
+
+        #(#fork_statics)*
 
         impl ::workflow_core::__private::Workflow for #spec {
             type Input = #input;
@@ -156,6 +243,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 async move {
                     match state {
                         #(#turns)*
+                        #(#fork_turns)*
                     }
                 }
             }
@@ -163,6 +251,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             fn agent_of(state: &#state) -> u16 {
                 match state {
                     #(#agent_of)*
+                    #(#fork_agent_of)*
                 }
             }
 
@@ -184,6 +273,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             ) -> ::workflow_core::__private::Result<::workflow_core::__private::PayloadFormat, ::workflow_core::__private::String> {
                 match state {
                     #(#encodes)*
+                    #(#fork_encodes)*
                 }
             }
 

@@ -6,6 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
 
+use crate::check::parallel::EdgeKind;
 use crate::check::workflow::Resolved;
 use crate::graph::Target;
 use crate::model::handoff::Handoff;
@@ -186,8 +187,17 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
         .edges
         .iter()
         .zip(&r.edge_tokens)
-        .filter_map(|(e, token)| {
+        .zip(&r.kinds)
+        .filter_map(|((e, token), kind)| {
+            // A branch's outcome and a join's transfer carry no handoff.
+            if matches!(kind, EdgeKind::Outcome { .. } | EdgeKind::Join { .. }) {
+                return None;
+            }
             let Target::Agent(b) = e.to else { return None };
+            // A join's input is not a handoff (a wrong join is reported).
+            if wf.agents[b].args.join_key.is_some() {
+                return None;
+            }
             let receiver = &wf.agents[b].name;
             let payload = &wf.agents[b].input_ty;
             // The authority is projected at the span of the handoff's

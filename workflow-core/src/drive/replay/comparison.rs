@@ -279,6 +279,7 @@ mod tests {
             mode: crate::spec::Mode::Audit,
             root: None,
             sender_scope: None,
+            lineage: None,
             prev_hash: String::new(),
             hash: String::new(),
         }

@@ -58,6 +58,7 @@ fn chain(run_id: u64, n: u32) -> Vec<LedgerRecord> {
                 root: None,
                 sender_scope: None,
                 mode: Default::default(),
+                lineage: None,
                 prev_hash: prev.clone(),
                 hash: String::new(),
             };

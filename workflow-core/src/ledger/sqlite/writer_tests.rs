@@ -47,6 +47,7 @@ fn chain(run_id: u64, n: u32, tag: &str) -> Vec<LedgerRecord> {
                 redelivery: false,
                 turn: None,
                 sender_scope: None,
+                lineage: None,
                 trace_id: String::new(),
                 span_id: String::new(),
                 root: None,

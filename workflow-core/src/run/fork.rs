@@ -1,0 +1,703 @@
+//! A fan-out: several agent turns that run at the same time, each with its
+//! own receipt and record, and a join that receives every outcome.
+//!
+//! The steps, in the order a turn of a fork state takes them (generated
+//! code and hand-written workflows alike):
+//!
+//! 1. [`Runtime::fork`] opens the fan-out after the fan-out agent's turn;
+//! 2. [`Runtime::branch`], once per branch in declaration order, records the
+//!    branch's transfer and decides its receipt (so the hop cap and the
+//!    run's limits are checked one branch after the other, never raced);
+//! 3. [`run_branches`] runs the accepted bodies concurrently, on the
+//!    caller's task, each under its own timeout;
+//! 4. [`Runtime::settle`], once per branch in declaration order, records
+//!    what each branch ended with, typed as a [`Branch`];
+//! 5. [`Runtime::join`] records the join's transfer: the join agent's turn
+//!    then starts as any other (its receipt, its body).
+//!
+//! Records are committed in that order whatever order the bodies finish
+//! in: the chain stays linear and a replay compares like with like.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::run::receipt::check_pre;
+use crate::run::{Context, RunShared, Runtime, Status, TurnLog};
+use crate::spec::{Agent, Branch, ContractView, Expiry, Workflow};
+use crate::spec::{Escalation, Fork, Lineage, Node, Reject, RejectReason, RunError, Then};
+use crate::spec::{TurnRecord, Usage, agent_name};
+
+/// A fan-out under way: opened by [`Runtime::fork`], consumed by
+/// [`Runtime::join`].
+pub struct ForkRun {
+    fork: &'static Fork,
+    /// The record the fan-out agent's turn worked on.
+    at: u32,
+    /// The scope the fan-out agent worked under: the grantor of every
+    /// branch's lease.
+    scope: Option<(&'static str, Expiry)>,
+    /// The questions the fan-out agent received: each branch's handoff
+    /// carries them forward (or resolves them).
+    open: Vec<String>,
+    /// What the run had spent when the branches started.
+    spent: Usage,
+    /// What the branches spend, all together, while they run.
+    pool: Arc<std::sync::Mutex<Usage>>,
+    /// Each branch's last record so far.
+    heads: Vec<u32>,
+    /// The sequence number the next accepted branch's outcome will take.
+    next_outcome: u32,
+    /// What the branches left open, for the join's turn.
+    carried: Vec<String>,
+    /// The fan-out's span: the branches' `invoke_agent` spans are its
+    /// children, siblings of each other.
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+}
+
+impl ForkRun {
+    /// The record the fan-out agent's turn worked on: the fan-out's id in
+    /// the records' [`Lineage`].
+    pub fn at(&self) -> u32 {
+        self.at
+    }
+}
+
+/// One branch of a fan-out, from its receipt to what it ended with.
+pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
+    branch: u16,
+    /// The branch's transfer (its start record).
+    start: u32,
+    state: BranchState<'x, W, A>,
+    /// The scope the branch works under.
+    scope: Option<(&'static str, Expiry)>,
+    /// The questions the branch received.
+    open: Vec<String>,
+    /// The branch's own turn log, its budget pooled with its siblings'.
+    shared: Option<Arc<RunShared>>,
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+}
+
+enum BranchState<'x, W: Workflow, A: Agent<W>> {
+    /// Its receipt refused it: the body never runs.
+    Refused(RejectReason),
+    /// Accepted, waiting for [`run_branches`].
+    Ready {
+        input: A::Input,
+        cx: Context<'x, W, A>,
+        limit: Option<std::time::Duration>,
+    },
+    /// Its body is running.
+    Running,
+    /// Its body returned (`Some`), or ran past its limit (`None`).
+    Ran(Option<Result<A::Next, Reject>>),
+}
+
+impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
+    /// Whether the branch's receipt accepted it (its body runs).
+    pub fn accepted(&self) -> bool {
+        !matches!(self.state, BranchState::Refused(_))
+    }
+}
+
+/// A branch whose body [`run_branches`] can run.
+pub trait BranchBody: Send {
+    /// The body's future, once: `None` for a branch refused at its receipt
+    /// or already run.
+    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>>;
+}
+
+impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
+    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+        let BranchState::Ready { .. } = self.state else {
+            return None;
+        };
+        let BranchState::Ready { input, cx, limit } =
+            std::mem::replace(&mut self.state, BranchState::Running)
+        else {
+            return None;
+        };
+        let body = crate::observe::telemetry::timed_turn::<W, A, _>(A::run(input, cx));
+        #[cfg(feature = "tracing")]
+        let body = tracing::Instrument::instrument(body, self.span.clone());
+        let state = &mut self.state;
+        Some(Box::pin(async move {
+            let ran = match limit {
+                None => Some(body.await),
+                Some(limit) => tokio::time::timeout(limit, body).await.ok(),
+            };
+            *state = BranchState::Ran(ran);
+        }))
+    }
+}
+
+/// Runs the bodies of the accepted branches at the same time, on the
+/// caller's task, until every one has returned or run past its limit. A
+/// branch's body that waits (a tool, a model, a timer) never holds up the
+/// others: sixteen bodies that each sleep 10 ms take about 10 ms together.
+pub async fn run_branches(branches: &mut [&mut dyn BranchBody]) {
+    // A body that has returned is dropped, never polled again.
+    let mut bodies: Vec<Option<_>> = branches.iter_mut().map(|b| b.body()).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in bodies.iter_mut() {
+            if let Some(body) = slot {
+                if body.as_mut().poll(cx).is_pending() {
+                    pending = true;
+                } else {
+                    *slot = None;
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+}
+
+impl<'x, W: Workflow> Runtime<'x, W> {
+    /// Opens fan-out `fork` after its agent's turn (the run's current
+    /// turn): the branches are recorded as branches of the record that turn
+    /// worked on, lent its scope, and checked against what it received.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn fork(&mut self, fork: &'static Fork) -> Result<ForkRun, RunError> {
+        let at = self.turn_input as u32;
+        let worked_on = self
+            .transcript
+            .entries
+            .get(self.turn_input)
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.to);
+        if worked_on != Some(Node::Agent(fork.from)) {
+            return Err(RunError::Protocol(format!(
+                "a fan-out from agent `{}` was opened after another agent's turn",
+                agent_name::<W>(fork.from)
+            )));
+        }
+        let branches = fork.branches.len();
+        let first = self.transcript.len() as u32;
+        #[cfg(feature = "tracing")]
+        let span = {
+            let name = agent_name::<W>(fork.from);
+            tracing::info_span!(
+                "fan_out",
+                otel.name = %format_args!("fan_out {name}"),
+                otel.kind = "internal",
+                gen_ai.agent.name = name,
+                gen_ai.conversation.id = self.transcript.run_id,
+                workflow.fork = at,
+                workflow.branches = branches,
+            )
+        };
+        Ok(ForkRun {
+            fork,
+            at,
+            scope: self.turn_scope,
+            open: std::mem::take(&mut self.open),
+            spent: self.spent,
+            pool: Arc::default(),
+            heads: vec![0; branches],
+            next_outcome: first.saturating_add(branches as u32),
+            carried: Vec::new(),
+            #[cfg(feature = "tracing")]
+            span,
+        })
+    }
+
+    /// Records the transfer of `input` to branch `branch`'s agent `A` and
+    /// decides its receipt: the checks of any handoff and receipt, in their
+    /// order, then `A`'s pre-conditions. A refusal is recorded and becomes
+    /// the branch's outcome ([`Branch::Rejected`]): it neither stops the run
+    /// nor goes back to the sender nor waits for a person, so the other
+    /// branches and the join go on. An error is returned only when the run
+    /// cannot go on (its ledger failed, a wrong edge).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn branch<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        input: A::Input,
+    ) -> Result<BranchTurn<'x, W, A>, RunError>
+    where
+        A::Input: Serialize,
+    {
+        let Some(edge) = fork.fork.branches.get(branch as usize).map(|b| b.start) else {
+            return Err(RunError::Protocol(format!(
+                "fan-out of agent `{}` has no branch {branch}",
+                agent_name::<W>(fork.fork.from)
+            )));
+        };
+        let info = self.edge(edge, Node::End, false)?;
+        if info.to != Node::Agent(A::INDEX) || info.from != Node::Agent(fork.fork.from) {
+            return Err(RunError::Protocol(format!(
+                "branch {branch} of the fan-out of `{}` does not lead to agent `{}`",
+                agent_name::<W>(fork.fork.from),
+                agent_name::<W>(A::INDEX)
+            )));
+        }
+        let contract = A::contract(&input);
+        // Every branch is lent the fan-out agent's scope, as if it were the
+        // only receiver: the transfer records it as its sender's scope.
+        self.turn_scope = fork.scope;
+        let refused = self.record(edge, info, &input, Status::Pending)?;
+        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        let start = (self.transcript.len() - 1) as u32;
+        self.transcript.lineage.push((
+            start,
+            Lineage::Start {
+                fork: fork.at,
+                branch,
+            },
+        ));
+        fork.heads[branch as usize] = start;
+        let mut turn = BranchTurn {
+            branch,
+            start,
+            state: BranchState::Running,
+            scope: self.turn_scope,
+            open: Vec::new(),
+            shared: None,
+            #[cfg(feature = "tracing")]
+            span: tracing::Span::none(),
+        };
+        // The sender's checks: a payload the encoder refused, a question
+        // the fan-out agent received and this branch's handoff dropped.
+        self.open.clone_from(&fork.open);
+        let dropped = self
+            .dropped_question(contract.as_ref())
+            .map(|question| RejectReason::UncertaintyDropped { question });
+        for reason in refused.into_iter().chain(dropped) {
+            if let Some(refusal) = self.branch_verdict(reason)? {
+                turn.state = BranchState::Refused(refusal);
+                return Ok(turn);
+            }
+        }
+        // The receiver's checks.
+        let reasons = if self.limits.mode.is_enforce() {
+            self.check_receipt::<A>(contract.as_ref())
+                .into_iter()
+                .collect()
+        } else {
+            self.audit_receipt::<A>(contract.as_ref())
+        };
+        for reason in reasons {
+            if let Some(refusal) = self.branch_verdict(reason)? {
+                turn.state = BranchState::Refused(refusal);
+                return Ok(turn);
+            }
+        }
+        let mut cx = self.context::<A>(self.turn_scope);
+        if let Some(reason) = check_pre::<W, A>(&input, &cx)
+            && let Some(refusal) = self.branch_verdict(reason)?
+        {
+            turn.state = BranchState::Refused(refusal);
+            return Ok(turn);
+        }
+        self.accept_last();
+        self.commit_last()?;
+        self.receipt_decided();
+        self.turn_input = start as usize;
+        self.progress::<A>();
+        self.begin_turn(contract.as_ref());
+        turn.open = std::mem::take(&mut self.open);
+        // The branch's own log, its spending pooled with its siblings'.
+        let shared = self.branch_shared(fork);
+        cx.shared = shared.clone();
+        cx.turn_seq = fork.next_outcome;
+        if let Some(journal) = cx.journal.as_mut() {
+            journal.anchor = self.prev_hash.clone();
+        }
+        fork.next_outcome = fork.next_outcome.saturating_add(1);
+        self.hops += 1;
+        #[cfg(feature = "tracing")]
+        {
+            let name = agent_name::<W>(A::INDEX);
+            turn.span = tracing::info_span!(
+                parent: &fork.span,
+                "invoke_agent",
+                otel.name = %format_args!("invoke_agent {name}"),
+                otel.kind = "internal",
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.agent.name = name,
+                gen_ai.agent.id = A::INDEX,
+                gen_ai.conversation.id = self.transcript.run_id,
+                workflow.hop = self.hops.saturating_sub(1),
+                workflow.seq = start,
+                workflow.branch = branch,
+            );
+        }
+        turn.shared = Some(shared);
+        turn.state = BranchState::Ready {
+            input,
+            cx,
+            limit: self.turn_limit::<A>(),
+        };
+        Ok(turn)
+    }
+
+    /// A failed check on a branch's last transfer: in audit mode (for a
+    /// reason that can be audited) kept for its receipt, `None`; otherwise
+    /// the transfer is recorded rejected and the reason returned.
+    fn branch_verdict(&mut self, reason: RejectReason) -> Result<Option<RejectReason>, RunError> {
+        if self.limits.mode == crate::spec::Mode::Audit && reason.auditable() {
+            self.audited.push(reason);
+            return Ok(None);
+        }
+        let i = self.transcript.len().saturating_sub(1);
+        self.audited.clear();
+        self.transcript.note(
+            i,
+            crate::spec::Receipt::Rejected {
+                reason: reason.clone(),
+            },
+        );
+        self.receipt_decided();
+        self.commit_last()?;
+        Ok(Some(reason))
+    }
+
+    /// The shared state of one branch's turn: the run's, with a turn log of
+    /// its own whose spending counts against the run's budget together with
+    /// its siblings'.
+    fn branch_shared(&self, fork: &ForkRun) -> Arc<RunShared> {
+        let edge_uses = self
+            .shared
+            .edge_uses
+            .iter()
+            .map(|u| {
+                std::sync::atomic::AtomicU32::new(u.load(std::sync::atomic::Ordering::Relaxed))
+            })
+            .collect();
+        Arc::new(RunShared {
+            run_id: self.transcript.run_id,
+            max_hops: self.max_hops,
+            deadline: self.deadline(),
+            mode: self.limits.mode,
+            budget: self.limits.budget,
+            revocations: self.limits.revocations.cloned(),
+            model: self.limits.model.cloned(),
+            lease: self.shared.lease.clone(),
+            edge_uses,
+            earlier: self.shared.earlier.clone(),
+            // The leases revoked so far hold in every branch; what a branch
+            // does with leases is its own until it is settled.
+            leases: std::sync::Mutex::new(self.shared.leases().for_branch()),
+            leases_used: std::sync::atomic::AtomicBool::new(
+                self.shared
+                    .leases_used
+                    .load(std::sync::atomic::Ordering::Acquire),
+            ),
+            log: std::sync::Mutex::new(TurnLog {
+                spent_before: fork.spent,
+                pool: Some(fork.pool.clone()),
+                ..Default::default()
+            }),
+            ..RunShared::default()
+        })
+    }
+
+    /// Records what branch `turn` ended with and returns it typed: its
+    /// output (`output` takes it out of the agent's `Next`, `contract` is
+    /// its contract when it is a handoff) handed to the join over the
+    /// branch's outcome edge, or why not. The transfer-wide checks and the
+    /// uncertainty rule apply to the output as to any transfer; a turn that
+    /// failed is recorded as a failed turn is (its input again, `turn_failed`).
+    /// Neither stops the run: the join sees the branch as it ended. An error
+    /// is returned only when the run cannot go on (its ledger failed).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn settle<A: Agent<W>, O: Serialize>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: BranchTurn<'x, W, A>,
+        output: impl FnOnce(A::Next) -> O,
+        contract: fn(&O) -> Option<ContractView<'_>>,
+    ) -> Result<Branch<O>, RunError> {
+        let BranchTurn {
+            branch,
+            start,
+            state,
+            scope,
+            open,
+            shared,
+            ..
+        } = turn;
+        let ran = match state {
+            BranchState::Refused(reason) => return Ok(Branch::Rejected { reason }),
+            BranchState::Ran(ran) => ran,
+            BranchState::Ready { .. } | BranchState::Running => {
+                return Err(RunError::Protocol(format!(
+                    "branch {branch} (`{}`) was settled before its body ran (call `run_branches` first)",
+                    agent_name::<W>(A::INDEX)
+                )));
+            }
+        };
+        let Some(shared) = shared else {
+            return Err(RunError::Protocol("an accepted branch has no log".into()));
+        };
+        let agent = agent_name::<W>(A::INDEX);
+        self.turn_input = start as usize;
+        self.turn_scope = scope;
+        // The branch's lease acts go into its turn's record, and what it
+        // revoked holds for the rest of the run.
+        let leases = if shared
+            .leases_used
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            let mut book = shared.leases();
+            let (acts, _renewed) = book.end_turn();
+            if self.shared.leases().absorb(&book) {
+                self.shared.mark_leases();
+            }
+            acts
+        } else {
+            Vec::new()
+        };
+        let (mut record, failure) = crate::run::runtime::take_turn::<W, A>(
+            &shared,
+            start as usize,
+            &mut self.spent,
+            leases,
+        );
+        let parent = Lineage::Outcome {
+            fork: fork.at,
+            branch,
+            parent: start,
+        };
+        let failed = |error: RunError| Branch::Failed {
+            error: error.to_string(),
+        };
+        let ended: Result<A::Next, (Branch<O>, RunError)> = if let Some((error, then)) = failure {
+            // Under `escalate` too: nobody can be waited for inside a
+            // fan-out, so the branch fails with the tool's error.
+            let _: Then = then;
+            let error = RunError::ToolFailed { agent, error };
+            Err((failed(error.clone()), error))
+        } else {
+            match ran {
+                None => {
+                    let error = self.branch_timeout::<A>();
+                    let outcome = match &error {
+                        RunError::Timeout { after_ms, .. } => Branch::TimedOut {
+                            after_ms: *after_ms,
+                        },
+                        other => Branch::Cancelled {
+                            reason: other.to_string(),
+                        },
+                    };
+                    Err((outcome, error))
+                }
+                Some(result) => self.branch_result::<A, O>(result, &shared),
+            }
+        };
+        let next = match ended {
+            Ok(next) => next,
+            Err((outcome, error)) => {
+                self.settle_failed(start, record, parent, &error)?;
+                fork.heads[branch as usize] = (self.transcript.len() - 1) as u32;
+                return Ok(outcome);
+            }
+        };
+        // The output, handed to the join over the branch's outcome edge.
+        let value = output(next);
+        let edge = fork.fork.branches[branch as usize].outcome;
+        let info = self.edge(edge, Node::End, false)?;
+        let at = self.transcript.len() as u32;
+        let refused = self.record(edge, info, &value, Status::Pending)?;
+        self.transcript.lineage.push((at, parent));
+        fork.heads[branch as usize] = at;
+        let contract = contract(&value);
+        let mut reasons: Vec<RejectReason> = refused.into_iter().collect();
+        if contract.is_none() && !open.is_empty() {
+            // An output that is not a handoff cannot carry the questions:
+            // they go to the join's turn, recorded with this branch's turn.
+            let record = record.get_or_insert_with(|| TurnRecord {
+                leases: Vec::new(),
+                agent: std::borrow::Cow::Borrowed(agent),
+                input_seq: start,
+                tool_calls: Vec::new(),
+                model_calls: Vec::new(),
+                usage: Usage::default(),
+                unresolved: Vec::new(),
+            });
+            record.unresolved.clone_from(&open);
+            for q in open {
+                if !fork.carried.contains(&q) {
+                    fork.carried.push(q);
+                }
+            }
+        } else {
+            self.open = open;
+            if let Some(question) = self.dropped_question(contract.as_ref()) {
+                reasons.push(RejectReason::UncertaintyDropped { question });
+            }
+        }
+        self.keep_turn(at, record);
+        reasons.extend(self.transfer_verdicts(contract.as_ref(), !self.limits.mode.is_enforce()));
+        for reason in reasons {
+            if let Some(refusal) = self.branch_verdict(reason)? {
+                return Ok(Branch::Rejected { reason: refusal });
+            }
+        }
+        self.accept_last();
+        self.commit_last()?;
+        self.receipt_decided();
+        Ok(Branch::Done(value))
+    }
+
+    /// What a branch's body returned, checked as a turn's output is: a
+    /// spent budget, the body's error, the run's deadline, the
+    /// post-conditions. `Err` with the branch's outcome and the error its
+    /// record states.
+    // A large `Err`, once per failed branch: not worth a box.
+    #[allow(clippy::result_large_err)]
+    fn branch_result<A: Agent<W>, O>(
+        &mut self,
+        result: Result<A::Next, Reject>,
+        shared: &Arc<RunShared>,
+    ) -> Result<A::Next, (Branch<O>, RunError)> {
+        let agent = agent_name::<W>(A::INDEX);
+        let failed = |error: RunError| {
+            let outcome = Branch::Failed {
+                error: error.to_string(),
+            };
+            (outcome, error)
+        };
+        if let Some((budget, limit, spent)) =
+            self.limits.budget.and_then(|b| b.over(&self.spent, false))
+        {
+            return Err(failed(RunError::BudgetExhausted {
+                agent,
+                budget,
+                limit,
+                spent,
+            }));
+        }
+        let next = match result {
+            Ok(next) => next,
+            Err(reject) if reject.is_escalation() => {
+                let reason = Escalation::Requested {
+                    question: reject.reason().to_owned(),
+                };
+                return Err(failed(RunError::AgentFailed {
+                    agent,
+                    error: Reject::because(format!(
+                        "{reason}; a branch of a fan-out cannot wait for a person's decision"
+                    )),
+                }));
+            }
+            Err(error) => return Err(failed(RunError::AgentFailed { agent, error })),
+        };
+        if let Some(after_ms) = self.limits.deadline_ms
+            && self.elapsed_ms() >= after_ms
+        {
+            let error = RunError::DeadlinePassed { agent, after_ms };
+            let outcome = Branch::Cancelled {
+                reason: error.to_string(),
+            };
+            return Err((outcome, error));
+        }
+        if A::HAS_POST {
+            let mut cx = self.context::<A>(self.turn_scope);
+            cx.shared = shared.clone();
+            if let Err(c) = A::post(&next, &cx) {
+                crate::observe::telemetry::post_condition_failed::<W, A>(c);
+                return Err(failed(RunError::PostCondition {
+                    agent,
+                    condition: c.expr,
+                    message: c.message,
+                }));
+            }
+        }
+        Ok(next)
+    }
+
+    /// Why a branch's body was cut: the run's deadline, or its own timeout.
+    fn branch_timeout<A: Agent<W>>(&self) -> RunError {
+        let agent = agent_name::<W>(A::INDEX);
+        match self.limits.deadline_ms {
+            Some(after_ms) if self.elapsed_ms() >= after_ms => {
+                RunError::DeadlinePassed { agent, after_ms }
+            }
+            _ => RunError::Timeout {
+                agent,
+                after_ms: A::TIMEOUT.map_or(0, |t| t.as_millis() as u64),
+            },
+        }
+    }
+
+    /// Records a branch's failed turn: its input again, `turn_failed` with
+    /// `error`, with the turn's record and its place in the fan-out.
+    fn settle_failed(
+        &mut self,
+        start: u32,
+        turn: Option<TurnRecord>,
+        lineage: Lineage,
+        error: &RunError,
+    ) -> Result<(), RunError> {
+        let Some(entry) = self.transcript.entries.get(start as usize).cloned() else {
+            return Err(RunError::Protocol(
+                "a branch's input is not recorded".into(),
+            ));
+        };
+        let bytes = self
+            .transcript
+            .payload_bytes(start as usize)
+            .unwrap_or_default()
+            .to_vec();
+        let i = self.push_redelivery(entry.edge, entry.format, &bytes)?;
+        self.transcript.lineage.push((i as u32, lineage));
+        if let Some(turn) = turn {
+            self.transcript.turns.push((i as u32, turn));
+        }
+        self.transcript.note(
+            i,
+            crate::spec::Receipt::TurnFailed {
+                error: error.to_string(),
+            },
+        );
+        self.handoff_event();
+        self.commit_last()
+    }
+
+    /// Records the join's transfer: `joined` (every branch's outcome, in
+    /// branch order) from the fan-out agent to the join agent `J`, its
+    /// receipt pending. `J`'s turn then starts as any turn does, with the
+    /// questions the branches left open to carry forward.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn join<J: Agent<W>>(&mut self, fork: ForkRun, joined: &J::Input) -> Result<(), RunError>
+    where
+        J::Input: Serialize,
+    {
+        let info = self.edge(fork.fork.join, Node::End, false)?;
+        if info.to != Node::Agent(J::INDEX) || info.from != Node::Agent(fork.fork.from) {
+            return Err(RunError::Protocol(format!(
+                "the join of the fan-out of `{}` does not lead to agent `{}`",
+                agent_name::<W>(fork.fork.from),
+                agent_name::<W>(J::INDEX)
+            )));
+        }
+        self.turn_scope = fork.scope;
+        self.turn_input = fork.at as usize;
+        let at = self.transcript.len() as u32;
+        let refused = self.record(fork.fork.join, info, joined, Status::Pending)?;
+        self.transcript.lineage.push((
+            at,
+            Lineage::Join {
+                fork: fork.at,
+                heads: fork.heads,
+            },
+        ));
+        self.joined_open = fork.carried;
+        if let Some(reason) = refused {
+            self.verdict(reason)?;
+        }
+        Ok(())
+    }
+}
