@@ -13,11 +13,12 @@
 //! committed and answered first), so that every job sees what every job
 //! sent before it did.
 //!
-//! Waiting does not stall a tokio worker: on a multi-thread runtime the
-//! caller waits inside `tokio::task::block_in_place`, which hands the
-//! worker's other tasks to another thread for the time of the wait; on a
-//! current-thread runtime (where `block_in_place` panics) and outside any
-//! runtime it blocks its thread, as a synchronous commit did.
+//! Waiting does not stall a tokio worker: while other jobs are in flight,
+//! on a multi-thread runtime, the caller waits inside
+//! `tokio::task::block_in_place`, which hands the worker's other tasks to
+//! another thread for the time of the wait; a caller alone in flight, on a
+//! current-thread runtime (where `block_in_place` panics) or outside any
+//! runtime blocks its thread, as a synchronous commit did.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
