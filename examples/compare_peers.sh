@@ -7,8 +7,52 @@
 #
 # Needs ../shared/bench beside the repo; sets up a throwaway venv in
 # /tmp/peers and builds graph-flow in /tmp/peer-graph-flow on first use.
+#
+#   examples/compare_peers.sh postgres [ROUNDS] [RUNS]
+#
+# The per-transition commit cost on PostgreSQL: ours (`PostgresLedger`)
+# beside LangGraph's PostgreSQL checkpointer (`examples/peers/peer_langgraph.py
+# postgres`, its default durability, and `postgres-sync`), both against one
+# throwaway cluster started here with fsync on (examples/peers/pg_cluster.sh,
+# PostgreSQL from the machine's installation), and both beside their SQLite
+# forms. Sets up a throwaway venv in /tmp/peers-pg on first use
+# (examples/peers/requirements-postgres.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = postgres ]; then
+  rounds=${2:-10}
+  runs=${3:-50}
+  if [ ! -x /tmp/peers-pg/bin/python ]; then
+    echo "setting up LangGraph with its PostgreSQL checkpointer in /tmp/peers-pg..." >&2
+    python3 -m venv /tmp/peers-pg && /tmp/peers-pg/bin/pip install -q -r examples/peers/requirements-postgres.txt
+  fi
+  echo "building ours (release)..." >&2
+  cargo build -q --release -p examples --example bench_loop
+  cargo build -q --release -p workflow-postgres --example bench_loop_postgres
+  cluster=$(mktemp -d /tmp/compare-pg.XXXXXX)
+  trap 'examples/peers/pg_cluster.sh stop "$cluster"' EXIT
+  url=$(examples/peers/pg_cluster.sh start "$cluster")
+  for db in ours langgraph langgraph_sync; do
+    /tmp/peers-pg/bin/python -c "import psycopg, sys; psycopg.connect(sys.argv[1], autocommit=True).execute('CREATE DATABASE $db')" "$url/postgres"
+  done
+  out=$(mktemp)
+  ./target/release/examples/bench_loop_postgres "$rounds" "$runs" "$url/ours" | tee -a "$out"
+  ./target/release/examples/bench_loop "$rounds" "$runs" sqlite | tee -a "$out"
+  ./target/release/examples/bench_loop "$rounds" "$runs" sqlite-process | tee -a "$out"
+  /tmp/peers-pg/bin/python examples/peers/peer_langgraph.py postgres "$rounds" "$runs" "$url/langgraph" | tee -a "$out"
+  /tmp/peers-pg/bin/python examples/peers/peer_langgraph.py postgres-sync "$rounds" "$runs" "$url/langgraph_sync" | tee -a "$out"
+  /tmp/peers-pg/bin/python examples/peers/peer_langgraph.py sqlite "$rounds" "$runs" | tee -a "$out"
+  echo
+  echo "durable transitions (time per transition / ours on PostgreSQL):"
+  awk '
+    { for (i = 1; i <= NF; i++) if ($i == "us/transition") us = $(i - 1); name = $0; sub(/:.*/, "", name) }
+    NR == 1 { ours = us }
+    { printf "  %-32s %10.2f us  %.2fx\n", name, us, us / ours }
+  ' "$out"
+  rm -f "$out"
+  exit 0
+fi
 rounds=${1:-10}
 runs_rust=${2:-20000}
 runs_py=${3:-200}

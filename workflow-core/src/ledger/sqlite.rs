@@ -29,9 +29,9 @@ use writer::Writer;
 /// go into one transaction and one sync (group commit), each under a
 /// savepoint of its own, so that an append refused by its checks (a stale
 /// lease, a duplicate) is rolled back alone and the others commit. A caller
-/// waits for its own commit without stalling a tokio worker (on a
-/// multi-thread runtime, inside `tokio::task::block_in_place`; on a
-/// current-thread runtime or none, blocking its thread).
+/// waits for its own commit without stalling a tokio worker (while others
+/// commit, on a multi-thread runtime, inside `tokio::task::block_in_place`;
+/// alone, on a current-thread runtime or none, blocking its thread).
 ///
 /// The file is marked as a ledger and carries its format version
 /// ([`LEDGER_FORMAT`]); a file that is not a ledger

@@ -13,14 +13,15 @@
 //! committed and answered first), so that every job sees what every job
 //! sent before it did.
 //!
-//! Waiting does not stall a tokio worker: on a multi-thread runtime the
-//! caller waits inside `tokio::task::block_in_place`, which hands the
-//! worker's other tasks to another thread for the time of the wait; on a
-//! current-thread runtime (where `block_in_place` panics) and outside any
-//! runtime it blocks its thread, as a synchronous commit did.
+//! Waiting does not stall a tokio worker: while other jobs are in flight,
+//! on a multi-thread runtime, the caller waits inside
+//! `tokio::task::block_in_place`, which hands the worker's other tasks to
+//! another thread for the time of the wait; a caller alone in flight, on a
+//! current-thread runtime (where `block_in_place` panics) or outside any
+//! runtime blocks its thread, as a synchronous commit did.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -100,6 +101,8 @@ pub(super) struct Writer {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     counts: Arc<Counts>,
+    /// Jobs sent and not answered yet: a caller alone waits in place.
+    in_flight: AtomicUsize,
 }
 
 /// How many writes and groups the writer has committed (or tried to).
@@ -146,6 +149,7 @@ impl Writer {
             jobs: Some(jobs),
             thread: Some(thread),
             counts,
+            in_flight: AtomicUsize::new(0),
         })
     }
 
@@ -167,8 +171,8 @@ impl Writer {
         let (reply, answer) = mpsc::sync_channel(1);
         self.send(Job::Read(Box::new(move |conn: &Connection| {
             let _ = reply.send(read(conn));
-        })))?;
-        wait(answer)
+        })))
+        .map(|alone| self.wait(answer, alone))?
     }
 
     /// Runs `write` in the next group's transaction under a savepoint of
@@ -187,16 +191,45 @@ impl Writer {
             durable,
             outcome: None,
             reply,
-        })))?;
-        wait(answer)
+        })))
+        .map(|alone| self.wait(answer, alone))?
     }
 
-    fn send(&self, job: Job) -> Result<(), LedgerError> {
-        self.jobs
+    /// Sends `job`; `true` when no other job was in flight.
+    fn send(&self, job: Job) -> Result<bool, LedgerError> {
+        let before = self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let sent = self
+            .jobs
             .as_ref()
-            .ok_or_else(stopped)?
-            .send(job)
-            .map_err(|_| stopped())
+            .ok_or_else(stopped)
+            .and_then(|jobs| jobs.send(job).map_err(|_| stopped()));
+        if sent.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent.map(|()| before == 0)
+    }
+
+    /// Waits for an answer. A caller whose job is the only one in flight
+    /// waits in place: no other run is committing, and handing the tokio
+    /// worker to another thread and back costs more than the commit. With
+    /// others in flight, on a multi-thread runtime, it waits inside
+    /// `block_in_place` so that the worker's other runs go on (and their
+    /// commits join the next group); on a current-thread runtime (where
+    /// `block_in_place` panics) or none, in place.
+    fn wait<T>(
+        &self,
+        answer: mpsc::Receiver<Result<T, LedgerError>>,
+        alone: bool,
+    ) -> Result<T, LedgerError> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let received = match Handle::try_current() {
+            Ok(handle) if !alone && handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| answer.recv())
+            }
+            _ => answer.recv(),
+        };
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        received.unwrap_or_else(|_| Err(stopped()))
     }
 }
 
@@ -207,19 +240,6 @@ impl Drop for Writer {
             let _ = thread.join();
         }
     }
-}
-
-/// Waits for an answer without stalling a tokio worker (see the module's
-/// documentation).
-fn wait<T>(answer: mpsc::Receiver<Result<T, LedgerError>>) -> Result<T, LedgerError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let received = match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| answer.recv())
-        }
-        _ => answer.recv(),
-    };
-    received.unwrap_or_else(|_| Err(stopped()))
 }
 
 /// The writer thread: takes every job waiting, runs them in order, commits
