@@ -28,6 +28,10 @@ async fn main() {
         // A killed child's run can be taken over this soon after its
         // last write (the test resumes right after the kills).
         .with_lease_ttl(examples::campaign::CHILD_LEASE);
+    // Tells the test the ledger is open: it kills at a random moment from
+    // here, not from the process's start (whose cost varies with the
+    // machine's load).
+    println!("ready");
     loop {
         if let Err(aborted) = wf.run(rounds).await {
             eprintln!("{aborted}");

@@ -54,10 +54,16 @@ async fn killed_runs_resume_to_exactly_the_records_of_a_clean_run() {
         let mut process = Command::new(child)
             .arg(&path)
             .arg(ROUNDS.to_string())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("the child starts");
+        // Wait until the child has opened the ledger, so that the random
+        // moment is one of its work, whatever the machine's load.
+        let mut ready = String::new();
+        let stdout = process.stdout.take().expect("the child's stdout is piped");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready)
+            .expect("reads the child's first line");
         std::thread::sleep(Duration::from_micros(3_000 + rng.next_u64() % 20_000));
         process.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
         let output = process.wait_with_output().expect("the child is reaped");
