@@ -290,6 +290,17 @@ struct Known<W: Workflow, F> {
 }
 
 impl<W: Workflow, F: Fn() -> Executor<W>> Known<W, F> {
+    /// The workflow made by `make` (on first use), with its canaries if the
+    /// binary declares them.
+    fn new(make: F, canaries: Option<fn() -> Vec<Canary<W>>>) -> Self {
+        Known {
+            make,
+            executor: OnceCell::new(),
+            runtime: OnceCell::new(),
+            canaries,
+        }
+    }
+
     /// The runtime the commands drive the executor on, made once.
     fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
         self.runtime
@@ -408,13 +419,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let known = Known {
-        make: executor,
-        executor: OnceCell::new(),
-        runtime: OnceCell::new(),
-        canaries: Some(W::canaries),
-    };
-    dispatch(args, Some(&known), out, err)
+    dispatch(
+        args,
+        Some(&Known::new(executor, Some(W::canaries))),
+        out,
+        err,
+    )
 }
 
 /// Runs the command line `args` (the program name first) without a
@@ -441,13 +451,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let known = Known {
-        make: executor,
-        executor: OnceCell::new(),
-        runtime: OnceCell::new(),
-        canaries: None,
-    };
-    dispatch(args, Some(&known), out, err)
+    dispatch(args, Some(&Known::new(executor, None)), out, err)
 }
 
 fn dispatch<I, T>(
