@@ -17,8 +17,44 @@
 # PostgreSQL from the machine's installation), and both beside their SQLite
 # forms. Sets up a throwaway venv in /tmp/peers-pg on first use
 # (examples/peers/requirements-postgres.txt).
+#
+#   examples/compare_peers.sh fanout [WIDTH] [ROUNDS] [RUNS_RUST] [RUNS_PYTHON] [SLEEP_MS]
+#
+# The fan-out workload (issue 13): a dispatcher, WIDTH branches at once, a
+# join that checks no view is missing, ROUNDS rounds. Ours
+# (`examples/bench_fanout.rs`) beside LangGraph's `Send` and pydantic-graph's
+# fork/join (`examples/peers/fanout_*.py`), cost per branch turn and ratios.
+# SLEEP_MS > 0: each branch sleeps, which shows whether branches overlap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = fanout ]; then
+  width=${2:-3}
+  rounds=${3:-10}
+  runs_rust=${4:-2000}
+  runs_py=${5:-50}
+  sleep_ms=${6:-0}
+  bench=${PEER_BENCH:-../shared/bench}
+  if [ ! -x /tmp/peers/bin/python ]; then
+    echo "setting up the python peers in /tmp/peers..." >&2
+    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install -q -r "$bench/requirements.txt"
+  fi
+  echo "building ours (release)..." >&2
+  cargo build -q --release -p examples --example bench_fanout
+  out=$(mktemp)
+  trap 'rm -f "$out"' EXIT
+  ./target/release/examples/bench_fanout "$width" "$rounds" "$runs_rust" "$sleep_ms" | tee -a "$out"
+  /tmp/peers/bin/python examples/peers/fanout_langgraph.py "$width" "$rounds" "$runs_py" "$sleep_ms" | tee -a "$out"
+  /tmp/peers/bin/python examples/peers/fanout_pydantic_graph.py "$width" "$rounds" "$runs_py" "$sleep_ms" | tee -a "$out"
+  echo
+  echo "ratios (peer time per branch turn / ours):"
+  awk '
+    { for (i = 1; i <= NF; i++) { if ($i == "us/branch") us = $(i - 1); if ($i == "ms/round") ms = $(i - 1) } name = $0; sub(/:.*/, "", name) }
+    NR == 1 { ours = us }
+    { printf "  %-28s %10.2f us/branch %9.3f ms/round  %.2fx\n", name, us, ms, us / ours }
+  ' "$out"
+  exit 0
+fi
 
 if [ "${1:-}" = postgres ]; then
   rounds=${2:-10}

@@ -14,6 +14,7 @@ pub mod canaries;
 pub mod crash;
 pub mod crash_tools;
 pub mod deploy_guard;
+pub mod fanout_bench;
 pub mod hand_written;
 pub mod journal_tamper;
 pub mod mcp_spec;
