@@ -49,7 +49,7 @@ if [ "${1:-}" = fanout ]; then
   echo
   echo "ratios (peer time per branch turn / ours):"
   awk '
-    { for (i = 1; i <= NF; i++) { if ($i == "us/branch") us = $(i - 1); if ($i == "ms/round") ms = $(i - 1) } name = $0; sub(/:.*/, "", name) }
+    { for (i = 1; i <= NF; i++) { if ($i ~ /^us\/branch/) us = $(i - 1); if ($i ~ /^ms\/round/) ms = $(i - 1) } name = $0; sub(/:.*/, "", name) }
     NR == 1 { ours = us }
     { printf "  %-28s %10.2f us/branch %9.3f ms/round  %.2fx\n", name, us, ms, us / ours }
   ' "$out"
