@@ -1,7 +1,10 @@
 //! Criterion benchmarks of the transition overhead on the reference loop
 //! workload: whole runs (divide by `1 + 2 * rounds` for per-transition
 //! numbers), and the serialization of one payload for the record, the
-//! largest single cost of a transition.
+//! largest single cost of a transition; a fan-out round (three branches at
+//! once and their join, `examples::fanout_bench`); and a transition made
+//! durable in an SQLite ledger file (process-crash durability, so the
+//! number is the library's and not the disk's sync).
 //!
 //! Run: `cargo bench -p examples --bench transition`
 
@@ -34,6 +37,59 @@ fn runs(c: &mut Criterion) {
     group.finish();
 }
 
+fn fan_out(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds");
+    let wf = examples::fanout_bench::fanout3::Workflow::new((), ());
+    let mut group = c.benchmark_group("fan_out");
+    let rounds = 10u32;
+    // Per branch turn: each round is 3 branch turns, its dispatch and join.
+    group.throughput(Throughput::Elements(u64::from(3 * rounds)));
+    group.bench_function(BenchmarkId::new("three_branches", rounds), |b| {
+        b.iter(|| {
+            let job = examples::fanout_bench::Job {
+                rounds,
+                sleep_ms: 0,
+            };
+            let done = rt
+                .block_on(wf.run(black_box(job)))
+                .expect("the run completes");
+            black_box(done.output)
+        })
+    });
+    group.finish();
+}
+
+fn durable(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime builds");
+    let dir = std::env::temp_dir().join(format!("bench-durable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let ledger = workflow_core::ledger::SqliteLedger::open_with(
+        dir.join("ledger.db"),
+        workflow_core::ledger::Durability::ProcessCrash,
+    )
+    .expect("the ledger opens");
+    let wf = counter::Workflow::new((), ()).with_ledger(std::sync::Arc::new(ledger));
+    let mut group = c.benchmark_group("durable");
+    let rounds = 10u32;
+    group.throughput(Throughput::Elements(u64::from(1 + 2 * rounds)));
+    group.bench_function(BenchmarkId::new("sqlite_process_crash", rounds), |b| {
+        b.iter(|| {
+            let done = rt
+                .block_on(wf.run(black_box(rounds)))
+                .expect("the run completes");
+            black_box(done.output)
+        })
+    });
+    group.finish();
+    drop(wf);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn record_payload(c: &mut Criterion) {
     let work = counter::Work {
         op: Operation::new("round", ""),
@@ -57,5 +113,5 @@ fn record_payload(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, runs, record_payload);
+criterion_group!(benches, runs, fan_out, durable, record_payload);
 criterion_main!(benches);
