@@ -12,6 +12,7 @@ pub mod hand_written;
 pub mod loop_bench;
 pub mod model_tools;
 pub mod model_triage;
+pub mod parallel_review;
 pub mod payment;
 pub mod relay;
 pub mod ticket_triage;

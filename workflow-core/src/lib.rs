@@ -100,6 +100,8 @@ pub use spec::{
 };
 // Parallel branches: a fan-out, each branch's outcome, a record's place in it.
 pub use spec::{Branch, Fork, ForkBranch, Lineage};
+// Verdicts at a join: a branch output's verdict, and a disagreement kept.
+pub use spec::{BranchVerdict, Disagreement, Verdict};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// tool definitions in the Model Context Protocol's shape, and tool
@@ -132,6 +134,7 @@ pub mod canary {
 pub mod parallel {
     pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches};
     pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
+    pub use crate::spec::{BranchVerdict, Disagreement, Verdict};
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
@@ -151,6 +154,10 @@ pub mod metrics {
     pub use crate::observe::metrics::*;
 }
 
+/// `#[derive(Verdict)]`: the field marked `#[verdict]` is a branch output's
+/// verdict (see the book's chapter on parallel branches).
+#[cfg(feature = "macros")]
+pub use workflow_macros::Verdict;
 #[cfg(feature = "macros")]
 pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
 
@@ -167,13 +174,14 @@ pub mod prelude {
     pub use crate::spec::Citation;
     pub use crate::spec::Escalation;
     pub use crate::spec::{Branch, Lineage};
+    pub use crate::spec::{BranchVerdict, Disagreement, Verdict};
     pub use crate::spec::{
         Budget, Contract, Decision, EmptyOk, Evidence, Expiry, FailFast, Handoff, Lease, Operation,
         Receipt, Reject, RejectReason, RunError, Scope, StopCondition, StopWhen, ToolError,
         ToolErrorKind, TransferView, Uncertainty, Unusable, Usage,
     };
     #[cfg(feature = "macros")]
-    pub use workflow_macros::{agent, handoff, invariants, post, pre, tool, workflow};
+    pub use workflow_macros::{Verdict, agent, handoff, invariants, post, pre, tool, workflow};
 }
 
 /// Not public API: what generated code names. May change in any release.
@@ -185,6 +193,8 @@ pub mod __private {
     pub use crate::ledger::PayloadFormat;
     pub use crate::run::{BranchBody, run_branches};
     pub use crate::spec::{Branch, Fork, ForkBranch};
+    pub use crate::spec::{BranchVerdict, Verdict, verdict_text};
+    pub use crate::spec::{VerdictOfAnything, VerdictOfVerdict, VerdictProbe};
 
     /// The contract of a branch's output handed to its join: none (a
     /// branch's view is not a handoff; the questions it received go to the

@@ -12,6 +12,7 @@ mod expand;
 mod graph;
 mod model;
 mod parse;
+mod verdict;
 
 use proc_macro::TokenStream;
 
@@ -30,6 +31,14 @@ pub fn workflow(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn handoff(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::handoff(attr.into(), item.into()).into()
+}
+
+/// `#[derive(Verdict)]`: marks one named field `#[verdict]` as what a
+/// branch of a fan-out concluded; its join compares the branches' verdicts
+/// and must carry a disagreement forward.
+#[proc_macro_derive(Verdict, attributes(verdict))]
+pub fn derive_verdict(item: TokenStream) -> TokenStream {
+    verdict::derive(item.into()).into()
 }
 
 /// An agent of a `#[workflow]` module (only valid inside one).

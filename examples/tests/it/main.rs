@@ -20,6 +20,7 @@ pub mod journal_tamper;
 pub mod mcp_spec;
 pub mod model_tools;
 pub mod model_triage;
+pub mod parallel_review;
 pub mod policy_gate;
 pub mod published_schemas;
 pub mod replay;

@@ -394,6 +394,7 @@ mod recording {
             RejectReason::NonFinite { .. } => "non_finite",
             RejectReason::SchemaMismatch { .. } => "schema_mismatch",
             RejectReason::UncertaintyDropped { .. } => "uncertainty_dropped",
+            RejectReason::VerdictDropped { .. } => "verdict_dropped",
             RejectReason::ResentUnchanged => "resent_unchanged",
             RejectReason::HumanRejected { .. } => "human_rejected",
         }

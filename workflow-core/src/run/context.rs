@@ -110,6 +110,9 @@ pub(crate) struct TurnLog {
     /// so far (this one included), so that the run's budgets are checked
     /// against all of them at once.
     pub(crate) pool: Option<Arc<std::sync::Mutex<Usage>>>,
+    /// At a join: the disagreement among its branches' verdicts, which the
+    /// turn's handoff must carry forward.
+    pub(crate) disagreement: Option<crate::spec::Disagreement>,
 }
 
 impl TurnLog {
@@ -259,6 +262,18 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// escalation: who, and whether they edited it.
     pub fn approval(&self) -> Option<Approval> {
         self.shared.lock().approval.clone()
+    }
+
+    /// At a join whose branches gave different verdicts (`#[verdict]`): who
+    /// said what, each with the citation of its branch's outcome record.
+    /// The turn's handoff must carry it forward, as an open question
+    /// ([`Disagreement::uncertainty`](crate::spec::Disagreement::uncertainty))
+    /// or as evidence that weighed every branch
+    /// ([`Disagreement::resolution`](crate::spec::Disagreement::resolution)),
+    /// or it is rejected with `verdict_dropped`. `None` when the branches
+    /// agree, or outside a join.
+    pub fn disagreement(&self) -> Option<crate::spec::Disagreement> {
+        self.shared.lock().disagreement.clone()
     }
 
     /// Charges `usage` (tokens, cost) to the run's budget. Past a budget it

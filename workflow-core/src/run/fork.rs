@@ -691,10 +691,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             at,
             Lineage::Join {
                 fork: fork.at,
-                heads: fork.heads,
+                heads: fork.heads.clone(),
             },
         ));
         self.joined_open = fork.carried;
+        self.note_verdicts::<J>(fork.fork, fork.at, &fork.heads, joined);
         if let Some(reason) = refused {
             self.verdict(reason)?;
         }

@@ -16,6 +16,7 @@ mod tool_call;
 mod tool_loop;
 mod toolset;
 mod transcript;
+mod verdicts;
 pub(crate) mod witness;
 
 pub use context::*;

@@ -112,6 +112,11 @@ pub struct Runtime<'x, W: Workflow> {
     /// The questions the branches of the last fan-out left open, for its
     /// join's turn to carry forward (the join's input is not a handoff).
     pub(super) joined_open: Vec<String>,
+    /// The disagreement among the verdicts of the last fan-out's branches,
+    /// for its join's turn (`run/verdicts.rs`).
+    pub(super) joined_dissent: Option<crate::spec::Disagreement>,
+    /// The disagreement the current turn's handoff must carry forward.
+    pub(super) dissent: Option<crate::spec::Disagreement>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -218,6 +223,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             root_error: None,
             audited: Vec::new(),
             joined_open: Vec::new(),
+            joined_dissent: None,
+            dissent: None,
         }
     }
 
@@ -527,6 +534,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(question) = self.dropped_question(contract.as_ref()) {
             self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
+        if let Some(reason) = self.dropped_verdict(contract.as_ref(), false) {
+            self.verdict(reason)?;
+        }
         Ok(())
     }
 
@@ -544,6 +554,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(reason) = self.record(edge, info, output, Status::Pending)? {
             self.verdict(reason)?;
         }
+        let dropped_verdict = self.dropped_verdict(contract.as_ref(), true);
         if contract.is_none() && !self.open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
             // they go to the caller with it, recorded with the last turn.
@@ -571,6 +582,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
             self.verdict(RejectReason::UncertaintyDropped { question })?;
+        }
+        if let Some(reason) = dropped_verdict {
+            self.verdict(reason)?;
         }
         if self.limits.mode.is_enforce() {
             if let Some(reason) = self.check_transfer(contract.as_ref()) {
@@ -1079,6 +1093,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 .dirty
                 .store(false, std::sync::atomic::Ordering::Relaxed);
         }
+        self.begin_verdicts();
     }
 
     /// Ends the log of agent `A`'s turn: its record (when it called tools

@@ -25,6 +25,7 @@ mod revocation;
 mod schema_set;
 mod standard_format;
 mod tool;
+mod verdict;
 mod workflow;
 
 pub use branch::*;
@@ -44,4 +45,5 @@ pub use revocation::*;
 pub use schema_set::*;
 pub use standard_format::{STANDARD_FORMATS, is_standard_format};
 pub use tool::*;
+pub use verdict::*;
 pub use workflow::*;

@@ -195,6 +195,16 @@ pub enum RejectReason {
         /// The item's question.
         question: String,
     },
+    /// The branches of a fan-out gave different verdicts (`#[verdict]`), and
+    /// the join agent's handoff dropped the disagreement: it neither carries
+    /// an open question naming every branch and its verdict, nor evidence
+    /// citing every branch's outcome record.
+    VerdictDropped {
+        /// The fan-out: the record its agent's turn worked on.
+        fork: u32,
+        /// Every branch's verdict, in branch order.
+        verdicts: Vec<crate::spec::BranchVerdict>,
+    },
     /// A sender whose handoff was returned to it sent the same payload again.
     ResentUnchanged,
     /// A person rejected the transfer at an escalation.
@@ -307,6 +317,14 @@ impl fmt::Display for RejectReason {
                 f,
                 "uncertainty `{question}` was dropped (carry it forward, resolve it with evidence, or escalate)"
             ),
+            RejectReason::VerdictDropped { fork, verdicts } => {
+                let said: Vec<String> = verdicts.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "the branches of fan-out #{fork} disagree ({}) and the join dropped it (carry it forward as an open question naming every branch and its verdict, or resolve it with evidence citing every branch's outcome record)",
+                    said.join(", ")
+                )
+            }
             RejectReason::ResentUnchanged => {
                 f.write_str("the returned handoff was sent again unchanged")
             }

@@ -156,6 +156,16 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
         Ok(())
     }
 
+    /// For a join agent: the verdict of every branch in `input` that ended
+    /// `Done` with a `#[verdict]`, in branch order (generated for a join
+    /// whose branch output types derive [`Verdict`](crate::spec::Verdict));
+    /// the default, for any other agent, is none. The run reads it when it
+    /// records the join, before the join agent's body runs, and holds the
+    /// join's handoff to it ([`RejectReason::VerdictDropped`](crate::spec::RejectReason::VerdictDropped)).
+    fn verdicts(_input: &Self::Input) -> Vec<crate::spec::BranchVerdict> {
+        Vec::new()
+    }
+
     /// The agent's body.
     fn run(
         input: Self::Input,

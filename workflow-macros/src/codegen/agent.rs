@@ -356,6 +356,7 @@ pub(super) fn agent(
         }
     });
     let (fork_inner, fork_outer) = fork_types(wf, r, index);
+    let verdicts = super::verdicts::join_verdicts(a);
     let mod_doc =
         format!("Generated for agent `{name}`: its marker, its `Next` and its `Context`.");
     let next_doc = format!(
@@ -393,6 +394,7 @@ pub(super) fn agent(
             #pre
             #no_post
             #post
+            #verdicts
             fn run(
                 input: #input,
                 cx: #name::Context<'_>,

@@ -10,6 +10,7 @@ pub mod invariants;
 pub mod rejected;
 pub mod spec;
 pub mod tool;
+pub mod verdicts;
 pub mod workflow;
 
 use proc_macro2::TokenStream;
