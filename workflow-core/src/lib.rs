@@ -130,7 +130,7 @@ pub mod canary {
 /// outcome with `Runtime::settle`, and the join's transfer with
 /// `Runtime::join`. See the book's chapter on parallel branches.
 pub mod parallel {
-    pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches};
+    pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches, run_branches_quorum};
     pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
 }
 
@@ -183,7 +183,7 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::ledger::PayloadFormat;
-    pub use crate::run::{BranchBody, run_branches};
+    pub use crate::run::{BranchBody, run_branches, run_branches_quorum};
     pub use crate::spec::{Branch, Fork, ForkBranch};
 
     /// The contract of a branch's output handed to its join: none (a

@@ -1,0 +1,297 @@
+//! A dynamic fan-out (`to = [map(worker, max = 16)]`) after a static one
+//! (`parallel(left, right)`), and a quorum join (`quorum = 2`): the map's
+//! outcomes reach its join in the order of the list whatever order they
+//! finished in, a list over the bound is refused and recorded, and a quorum
+//! cancels the branches still running, recorded as cancelled.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use workflow_core::prelude::*;
+
+/// What one item's worker hands the gatherer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Done {
+    pub index: u32,
+}
+
+/// Half of the list, as a static branch hands it to the judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Part {
+    pub delays: Vec<u64>,
+}
+
+#[workflow(entry = lead, output = Vec<String>)]
+pub mod mixed {
+    use super::*;
+
+    #[handoff]
+    pub struct HalfAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Halves>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delays: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct OtherHalfAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::OtherHalf>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delays: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct DispatchAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Dispatch>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delays: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct Job {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Work>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub index: u32,
+        pub delay_ms: u64,
+    }
+
+    #[agent(owns = [Lead], to = [parallel(left, right)])]
+    async fn lead(delays: Vec<u64>, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let half = delays.len() / 2;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            left: HalfAsk {
+                op: Operation::new("split", "left"),
+                scope: cx.lease(authority::Halves).until_hop(cx.hop() + 3),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 19),
+                delays: delays[..half].to_vec(),
+            },
+            right: OtherHalfAsk {
+                op: Operation::new("split", "right"),
+                scope: cx.lease(authority::OtherHalf).until_hop(cx.hop() + 3),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 19),
+                delays: delays[half..].to_vec(),
+            },
+        }))
+    }
+
+    #[agent(owns = [Halves], to = [judge])]
+    async fn left(ask: HalfAsk, _cx: left::Context<'_>) -> Result<left::Next, Reject> {
+        Ok(left::Next::Judge(Part { delays: ask.delays }))
+    }
+
+    #[agent(owns = [OtherHalf], to = [judge])]
+    async fn right(ask: OtherHalfAsk, _cx: right::Context<'_>) -> Result<right::Next, Reject> {
+        Ok(right::Next::Judge(Part { delays: ask.delays }))
+    }
+
+    #[agent(owns = [Judge], join = [left: Part, right: Part], to = [dispatch])]
+    async fn judge(parts: judge::Joined, cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        let mut delays = Vec::new();
+        for part in [parts.left, parts.right] {
+            match part {
+                Branch::Done(part) => delays.extend(part.delays),
+                other => return Err(Reject::because(format!("a half is missing: {other}"))),
+            }
+        }
+        Ok(judge::Next::Dispatch(DispatchAsk {
+            op: Operation::new("dispatch", "every item"),
+            scope: cx.lease(authority::Dispatch).until_hop(cx.hop() + 18),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 19),
+            delays,
+        }))
+    }
+
+    #[agent(owns = [Dispatch], to = [map(worker, max = 16)])]
+    async fn dispatch(
+        ask: DispatchAsk,
+        cx: dispatch::Context<'_>,
+    ) -> Result<dispatch::Next, Reject> {
+        let jobs = ask.delays.iter().enumerate().map(|(i, &delay_ms)| Job {
+            op: Operation::new("work", format!("item {i}")),
+            scope: cx.lease(authority::Work).until_hop(cx.hop() + 17),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 19),
+            index: i as u32,
+            delay_ms,
+        });
+        Ok(dispatch::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Work], to = [gather])]
+    async fn worker(job: Job, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(job.delay_ms)).await;
+        if job.delay_ms == 13 {
+            return Err(Reject::because("thirteen"));
+        }
+        Ok(worker::Next::Gather(Done { index: job.index }))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [Done]], to = [END])]
+    async fn gather(
+        done: gather::Joined,
+        _cx: gather::Context<'_>,
+    ) -> Result<gather::Next, Reject> {
+        Ok(gather::Next::End(
+            done.worker
+                .iter()
+                .map(|b| match b {
+                    Branch::Done(d) => format!("done {}", d.index),
+                    other => other.to_string(),
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// The run's records as `from -> to status`.
+fn lines(t: &workflow_core::Transcript) -> Vec<String> {
+    t.records()
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let status = match r.receipt {
+                Receipt::Accepted => "accepted".to_owned(),
+                Receipt::TurnFailed { error } => format!("turn_failed: {error}"),
+                other => format!("{other:?}"),
+            };
+            format!("{} -> {} {status}", r.from, r.to)
+        })
+        .collect()
+}
+
+#[test]
+fn max_hops_counts_every_possible_item_of_the_map() {
+    // lead, two halves, judge, dispatch, up to 16 workers, gather.
+    assert_eq!(mixed::MAX_HOPS, 1 + 2 + 1 + 1 + 16 + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_join_gets_the_outcomes_in_list_order_whatever_order_they_finished_in() {
+    let wf = mixed::Workflow::new((), ());
+    let started = tokio::time::Instant::now();
+    // The first item finishes last, the last first.
+    let done = wf.run(vec![50, 40, 30, 20, 10, 5]).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(50));
+    assert_eq!(
+        done.output,
+        ["done 0", "done 1", "done 2", "done 3", "done 4", "done 5"]
+    );
+    // Starts in list order, then outcomes in list order, then the join.
+    let records = lines(&done.transcript);
+    let want: Vec<String> = [
+        "START -> lead accepted",
+        "lead -> left accepted",
+        "lead -> right accepted",
+        "left -> judge accepted",
+        "right -> judge accepted",
+        "lead -> judge accepted",
+        "judge -> dispatch accepted",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain((0..6).map(|_| "dispatch -> worker accepted".to_owned()))
+    .chain((0..6).map(|_| "worker -> gather accepted".to_owned()))
+    .chain([
+        "dispatch -> gather accepted".to_owned(),
+        "gather -> END accepted".to_owned(),
+    ])
+    .collect();
+    assert_eq!(records, want);
+    // Each outcome names its item's branch, in order.
+    let outcomes: Vec<_> = (13..19)
+        .map(|i| done.transcript.lineage(i).cloned())
+        .collect();
+    for (k, l) in outcomes.iter().enumerate() {
+        assert_eq!(
+            l.as_ref(),
+            Some(&Lineage::Outcome {
+                fork: 6,
+                branch: k as u16,
+                parent: 7 + k as u32
+            })
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn sixteen_items_that_sleep_10_ms_take_10_ms() {
+    let wf = mixed::Workflow::new((), ());
+    let started = tokio::time::Instant::now();
+    let done = wf.run(vec![10; 16]).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(10));
+    assert_eq!(done.output.len(), 16);
+    assert!(done.output.iter().all(|o| o.starts_with("done")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_item_is_its_outcome_and_an_empty_list_joins_nothing() {
+    let wf = mixed::Workflow::new((), ());
+    let done = wf.run(vec![1, 13, 2]).await.unwrap();
+    assert_eq!(
+        done.output,
+        [
+            "done 0",
+            "failed: agent `worker` failed: thirteen",
+            "done 2"
+        ]
+    );
+    let done = mixed::Workflow::new((), ()).run(vec![]).await.unwrap();
+    assert!(done.output.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_over_the_bound_is_refused_and_recorded_never_cut() {
+    let wf = mixed::Workflow::new((), ());
+    let failed = wf.run(vec![1; 17]).await.unwrap_err();
+    let message = failed.error.to_string();
+    assert!(
+        message.contains("map(worker).len() <= 16"),
+        "unexpected error: {message}"
+    );
+    let records = lines(&failed.transcript);
+    let last = records.last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("judge -> dispatch turn_failed: ") && last.contains("at most 16 items"),
+        "{records:?}"
+    );
+    // No worker ever started.
+    assert!(!records.iter().any(|r| r.contains("-> worker")));
+}
