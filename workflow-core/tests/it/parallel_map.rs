@@ -295,3 +295,188 @@ async fn a_list_over_the_bound_is_refused_and_recorded_never_cut() {
     // No worker ever started.
     assert!(!records.iter().any(|r| r.contains("-> worker")));
 }
+
+/// A panel of three whose judge goes on once two have answered.
+#[workflow(entry = chair, output = Vec<String>)]
+pub mod vote {
+    use super::*;
+
+    /// How long each panelist takes, in ms (`0` fails at once).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    pub struct Delays {
+        pub a: u64,
+        pub b: u64,
+        pub c: u64,
+    }
+
+    #[handoff]
+    pub struct Ask {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Panel>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delay_ms: u64,
+    }
+
+    #[handoff]
+    pub struct AskB {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::PanelB>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delay_ms: u64,
+    }
+
+    #[handoff]
+    pub struct AskC {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::PanelC>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delay_ms: u64,
+    }
+
+    #[agent(owns = [Chair], to = [parallel(a, b, c)])]
+    async fn chair(d: Delays, cx: chair::Context<'_>) -> Result<chair::Next, Reject> {
+        Ok(chair::Next::Parallel(chair::Parallel {
+            a: Ask {
+                op: Operation::new("vote", "a"),
+                scope: cx.lease(authority::Panel).until_hop(cx.hop() + 4),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 5),
+                delay_ms: d.a,
+            },
+            b: AskB {
+                op: Operation::new("vote", "b"),
+                scope: cx.lease(authority::PanelB).until_hop(cx.hop() + 4),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 5),
+                delay_ms: d.b,
+            },
+            c: AskC {
+                op: Operation::new("vote", "c"),
+                scope: cx.lease(authority::PanelC).until_hop(cx.hop() + 4),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 5),
+                delay_ms: d.c,
+            },
+        }))
+    }
+
+    async fn answer(who: &str, delay_ms: u64) -> Result<String, Reject> {
+        if delay_ms == 0 {
+            return Err(Reject::because(format!("{who} cannot say")));
+        }
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        Ok(format!("{who} says yes"))
+    }
+
+    #[agent(owns = [Panel], to = [judge])]
+    async fn a(ask: Ask, _cx: a::Context<'_>) -> Result<a::Next, Reject> {
+        answer("a", ask.delay_ms).await.map(a::Next::Judge)
+    }
+
+    #[agent(owns = [PanelB], to = [judge])]
+    async fn b(ask: AskB, _cx: b::Context<'_>) -> Result<b::Next, Reject> {
+        answer("b", ask.delay_ms).await.map(b::Next::Judge)
+    }
+
+    #[agent(owns = [PanelC], to = [judge])]
+    async fn c(ask: AskC, _cx: c::Context<'_>) -> Result<c::Next, Reject> {
+        answer("c", ask.delay_ms).await.map(c::Next::Judge)
+    }
+
+    #[agent(owns = [Judge], join = [a: String, b: String, c: String], quorum = 2, to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(
+            [views.a, views.b, views.c]
+                .iter()
+                .map(|v| match v {
+                    Branch::Done(said) => said.clone(),
+                    other => other.to_string(),
+                })
+                .collect(),
+        ))
+    }
+}
+
+const CANCELLED: &str = "cancelled: the join's quorum of 2 done branches was reached first";
+
+#[tokio::test(start_paused = true)]
+async fn a_quorum_join_cancels_the_branches_still_running_and_records_them() {
+    let wf = vote::Workflow::new((), ());
+    let started = tokio::time::Instant::now();
+    let delays = vote::Delays {
+        a: 5,
+        b: 1000,
+        c: 10,
+    };
+    let done = wf.run(delays).await.unwrap();
+    // `b` would take a second: the join went on once `a` and `c` were done.
+    assert_eq!(started.elapsed(), Duration::from_millis(10));
+    assert_eq!(done.output, ["a says yes", CANCELLED, "c says yes"]);
+    let records = lines(&done.transcript);
+    assert_eq!(
+        records,
+        [
+            "START -> chair accepted".to_owned(),
+            "chair -> a accepted".to_owned(),
+            "chair -> b accepted".to_owned(),
+            "chair -> c accepted".to_owned(),
+            "a -> judge accepted".to_owned(),
+            // The cancelled branch's input again, its turn cut (as a failed
+            // turn is recorded), in branch order.
+            format!("chair -> b turn_failed: {CANCELLED}"),
+            "c -> judge accepted".to_owned(),
+            "chair -> judge accepted".to_owned(),
+            "judge -> END accepted".to_owned(),
+        ]
+    );
+    assert_eq!(
+        done.transcript.lineage(5),
+        Some(&Lineage::Outcome {
+            fork: 0,
+            branch: 1,
+            parent: 2
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_branch_does_not_count_toward_the_quorum() {
+    let wf = vote::Workflow::new((), ());
+    let started = tokio::time::Instant::now();
+    // `a` fails at once: the join waits for `b` and `c`.
+    let delays = vote::Delays { a: 0, b: 30, c: 20 };
+    let done = wf.run(delays).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(30));
+    assert_eq!(
+        done.output,
+        [
+            "failed: agent `a` failed: a cannot say",
+            "b says yes",
+            "c says yes"
+        ]
+    );
+}
