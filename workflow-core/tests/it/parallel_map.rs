@@ -480,3 +480,69 @@ async fn a_failed_branch_does_not_count_toward_the_quorum() {
         ]
     );
 }
+
+/// A map whose join goes on once two items are done.
+#[workflow(entry = dispatch, output = Vec<String>)]
+pub mod first_two {
+    use super::*;
+
+    #[handoff]
+    pub struct Job {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Work>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub delay_ms: u64,
+    }
+
+    #[agent(owns = [Dispatch], to = [map(worker, max = 8)])]
+    async fn dispatch(
+        delays: Vec<u64>,
+        cx: dispatch::Context<'_>,
+    ) -> Result<dispatch::Next, Reject> {
+        let jobs = delays.into_iter().map(|delay_ms| Job {
+            op: Operation::new("work", ""),
+            scope: cx.lease(authority::Work).until_hop(cx.hop() + 9),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 10),
+            delay_ms,
+        });
+        Ok(dispatch::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Work], to = [gather])]
+    async fn worker(job: Job, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(job.delay_ms)).await;
+        Ok(worker::Next::Gather(job.delay_ms))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [u64]], quorum = 2, to = [END])]
+    async fn gather(all: gather::Joined, _cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+        Ok(gather::Next::End(
+            all.worker
+                .iter()
+                .map(|b| match b {
+                    Branch::Done(ms) => format!("{ms} ms"),
+                    Branch::Cancelled { .. } => "cancelled".to_owned(),
+                    other => other.to_string(),
+                })
+                .collect(),
+        ))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_map_under_a_quorum_keeps_list_order_and_cancels_the_slow_items() {
+    let wf = first_two::Workflow::new((), ());
+    let started = tokio::time::Instant::now();
+    let done = wf.run(vec![300, 20, 400, 10]).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(20));
+    assert_eq!(done.output, ["cancelled", "20 ms", "cancelled", "10 ms"]);
+}
