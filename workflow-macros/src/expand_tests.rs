@@ -367,6 +367,40 @@ fn snapshot_parallel() {
 }
 
 #[test]
+fn snapshot_map_quorum() {
+    let out = expand::workflow(
+        quote!(entry = dispatch, output = String),
+        quote! {
+            pub mod files {
+                use super::*;
+
+                #[handoff]
+                pub struct Job {
+                    #[contract] pub contract: Contract<authority::Work>,
+                }
+
+                #[agent(to = [map(worker, max = 16)])]
+                async fn dispatch(paths: Vec<String>, cx: dispatch::Context<'_>) -> Result<dispatch::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Work], to = [gather])]
+                async fn worker(job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(join = [worker: [bool]], quorum = 2, to = [END])]
+                async fn gather(all: gather::Joined, cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
 fn snapshot_tool_policies() {
     let out = expand::workflow(
         quote!(entry = operator, output = String),

@@ -137,6 +137,9 @@ pub struct TargetArg {
     /// `parallel(a, b, ..)`: the branches' agents (the entry's `name` is
     /// the `parallel` keyword).
     pub branches: Option<Vec<Ident>>,
+    /// `map(worker, max = N)`: the one receiver run once per item of a
+    /// list (the entry's `name` is the `map` keyword), and its bound.
+    pub map: Option<MapArg>,
     pub bound: Option<Number<u64>>,
     /// A malformed `(..)` after the name: reported, and the edge is taken
     /// as bounded so that nothing else is reported about it.
@@ -149,6 +152,7 @@ impl Parse for TargetArg {
         let mut target = TargetArg {
             name,
             branches: None,
+            map: None,
             bound: None,
             bad_bound: None,
         };
@@ -157,6 +161,12 @@ impl Parse for TargetArg {
             parenthesized!(inner in input);
             let branches = Punctuated::<Ident, Token![,]>::parse_terminated(&inner)?;
             target.branches = Some(branches.into_iter().collect());
+            return Ok(target);
+        }
+        if target.name == "map" && input.peek(syn::token::Paren) {
+            let inner;
+            parenthesized!(inner in input);
+            target.map = Some(inner.parse()?);
             return Ok(target);
         }
         if input.peek(syn::token::Paren) {
@@ -186,6 +196,35 @@ impl Parse for TargetArg {
             }
         }
         Ok(target)
+    }
+}
+
+/// The inside of `map(worker, max = N)`: the receiver and its bound (`None`
+/// when not written: reported by the checks).
+pub struct MapArg {
+    pub agent: Ident,
+    pub max: Option<Number<u64>>,
+}
+
+impl Parse for MapArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let agent: Ident = input.parse()?;
+        let mut max = None;
+        if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key != "max" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "expected `max = N` (the most items a map takes), found `{key}`; write `map({agent}, max = N)`"
+                    ),
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            max = Some(Number::new(input.parse()?));
+            input.parse::<Option<Token![,]>>()?;
+        }
+        Ok(MapArg { agent, max })
     }
 }
 
@@ -224,6 +263,11 @@ pub struct AgentArgs {
     pub join: Vec<JoinArg>,
     /// The `join` key itself, when given.
     pub join_key: Option<Ident>,
+    /// `quorum = N` beside `join`: the join goes on once `N` branches are
+    /// done, the others cancelled.
+    pub quorum: Option<Number<u64>>,
+    /// The `quorum` key itself, when given.
+    pub quorum_key: Option<Ident>,
     pub tools: Vec<Ident>,
     pub to: Vec<TargetArg>,
     /// The `to` key itself, when given.
@@ -292,6 +336,7 @@ impl AgentArgs {
                     "tools",
                     "to",
                     "join",
+                    "quorum",
                     "timeout_ms",
                     "max_steps",
                     "on_reject",
@@ -312,6 +357,10 @@ impl AgentArgs {
                 "join" => {
                     args.join_key = Some(key);
                     args.join = bracketed_list(input)?;
+                }
+                "quorum" => {
+                    args.quorum_key = Some(key);
+                    args.quorum = Some(Number::new(input.parse()?));
                 }
                 "on_reject" => args.on_reject = Some(parse_on_reject(input)?),
                 "max_steps" => args.max_steps = Some(Number::new(input.parse()?)),

@@ -52,6 +52,9 @@ pub struct ForkRun {
     next_outcome: u32,
     /// What the branches left open, for the join's turn.
     carried: Vec<String>,
+    /// A map (`map(worker, max = N)`): every branch takes the fork's one
+    /// branch's edges, one branch per item.
+    map: bool,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -59,6 +62,14 @@ pub struct ForkRun {
 }
 
 impl ForkRun {
+    /// The edges of branch `branch`: its own, or for a map the one
+    /// receiver's.
+    fn edges(&self, branch: u16) -> Option<&'static crate::spec::ForkBranch> {
+        let k = if self.map { 0 } else { branch as usize };
+        let branches: &'static [crate::spec::ForkBranch] = self.fork.branches;
+        branches.get(k)
+    }
+
     /// The record the fan-out agent's turn worked on: the fan-out's id in
     /// the records' [`Lineage`].
     pub fn at(&self) -> u32 {
@@ -95,6 +106,9 @@ enum BranchState<'x, W: Workflow, A: Agent<W>> {
     Running,
     /// Its body returned (`Some`), or ran past its limit (`None`).
     Ran(Option<Result<A::Next, Reject>>),
+    /// Its body was dropped before it returned: the join's quorum was
+    /// reached without it.
+    Cancelled(String),
 }
 
 impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
@@ -107,12 +121,24 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
 /// A branch whose body [`run_branches`] can run.
 pub trait BranchBody: Send {
     /// The body's future, once: `None` for a branch refused at its receipt
-    /// or already run.
-    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>>;
+    /// or already run. It resolves to whether the body returned a value
+    /// (`Ok`, in time).
+    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = bool> + Send + '_>>>;
+
+    /// Marks a branch whose body was dropped before it returned as
+    /// cancelled, for `reason` (a branch that ran, or never ran, is left
+    /// as it is).
+    fn cancel(&mut self, reason: &str);
 }
 
 impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
-    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+    fn cancel(&mut self, reason: &str) {
+        if matches!(self.state, BranchState::Running) {
+            self.state = BranchState::Cancelled(reason.to_owned());
+        }
+    }
+
+    fn body(&mut self) -> Option<Pin<Box<dyn Future<Output = bool> + Send + '_>>> {
         let BranchState::Ready { .. } = self.state else {
             return None;
         };
@@ -130,7 +156,9 @@ impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
                 None => Some(body.await),
                 Some(limit) => tokio::time::timeout(limit, body).await.ok(),
             };
+            let value = matches!(ran, Some(Ok(_)));
             *state = BranchState::Ran(ran);
+            value
         }))
     }
 }
@@ -140,18 +168,52 @@ impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
 /// branch's body that waits (a tool, a model, a timer) never holds up the
 /// others: sixteen bodies that each sleep 10 ms take about 10 ms together.
 pub async fn run_branches(branches: &mut [&mut dyn BranchBody]) {
+    run_bodies(branches, None).await;
+}
+
+/// [`run_branches`] under a quorum join (`quorum = N`): once `quorum`
+/// bodies have returned a value, the bodies still running are dropped (at
+/// once, never polled again) and their branches cancelled, their outcome
+/// [`Branch::Cancelled`] saying so. Which branches those are depends on
+/// which finished first; what is recorded for each does not (see
+/// [`Runtime::settle`]). Returns how many bodies were cut.
+pub async fn run_branches_quorum(branches: &mut [&mut dyn BranchBody], quorum: usize) -> usize {
+    let cut = run_bodies(branches, Some(quorum)).await;
+    if !cut.is_empty() {
+        let reason = format!("the join's quorum of {quorum} done branches was reached first");
+        for &i in &cut {
+            branches[i].cancel(&reason);
+        }
+    }
+    cut.len()
+}
+
+/// Polls every body until each has returned or, with a quorum, until that
+/// many have returned a value; the indices of the bodies dropped unfinished.
+async fn run_bodies(branches: &mut [&mut dyn BranchBody], quorum: Option<usize>) -> Vec<usize> {
     // A body that has returned is dropped, never polled again.
     let mut bodies: Vec<Option<_>> = branches.iter_mut().map(|b| b.body()).collect();
+    let mut done = 0usize;
+    let mut cut = Vec::new();
     std::future::poll_fn(|cx| {
         let mut pending = false;
         for slot in bodies.iter_mut() {
             if let Some(body) = slot {
-                if body.as_mut().poll(cx).is_pending() {
-                    pending = true;
-                } else {
+                if let std::task::Poll::Ready(value) = body.as_mut().poll(cx) {
+                    done += usize::from(value);
                     *slot = None;
+                } else {
+                    pending = true;
                 }
             }
+        }
+        if pending && quorum.is_some_and(|q| done >= q) {
+            for (i, slot) in bodies.iter_mut().enumerate() {
+                if slot.take().is_some() {
+                    cut.push(i);
+                }
+            }
+            pending = false;
         }
         if pending {
             std::task::Poll::Pending
@@ -160,6 +222,7 @@ pub async fn run_branches(branches: &mut [&mut dyn BranchBody]) {
         }
     })
     .await;
+    cut
 }
 
 impl<'x, W: Workflow> Runtime<'x, W> {
@@ -206,9 +269,37 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             heads: vec![0; branches],
             next_outcome: first.saturating_add(branches as u32),
             carried: Vec::new(),
+            map: false,
             #[cfg(feature = "tracing")]
             span,
         })
+    }
+
+    /// Opens map fan-out `fork` (`map(worker, max = N)`, its one branch
+    /// `worker`) over `items` items: one branch per item, numbered in the
+    /// list's order. More items than `max` is refused (`Err`), never cut:
+    /// generated code checks the bound first as the fan-out agent's
+    /// post-condition, so that the refusal is recorded as its failed turn.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn fork_map(
+        &mut self,
+        fork: &'static Fork,
+        items: usize,
+        max: u32,
+    ) -> Result<ForkRun, RunError> {
+        if items > max as usize || items > usize::from(u16::MAX) {
+            return Err(RunError::Protocol(format!(
+                "agent `{}` mapped {items} items, over its bound of {max}",
+                agent_name::<W>(fork.from)
+            )));
+        }
+        let mut run = self.fork(fork)?;
+        run.map = true;
+        run.heads = vec![0; items];
+        run.next_outcome = (self.transcript.len() as u32).saturating_add(items as u32);
+        #[cfg(feature = "tracing")]
+        run.span.record("workflow.branches", items);
+        Ok(run)
     }
 
     /// Records the transfer of `input` to branch `branch`'s agent `A` and
@@ -228,7 +319,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         A::Input: Serialize,
     {
-        let Some(edge) = fork.fork.branches.get(branch as usize).map(|b| b.start) else {
+        let Some(edge) = fork.edges(branch).map(|b| b.start) else {
             return Err(RunError::Protocol(format!(
                 "fan-out of agent `{}` has no branch {branch}",
                 agent_name::<W>(fork.fork.from)
@@ -256,7 +347,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 branch,
             },
         ));
-        fork.heads[branch as usize] = start;
+        if let Some(head) = fork.heads.get_mut(branch as usize) {
+            *head = start;
+        }
         let mut turn = BranchTurn {
             branch,
             start,
@@ -430,7 +523,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         } = turn;
         let ran = match state {
             BranchState::Refused(reason) => return Ok(Branch::Rejected { reason }),
-            BranchState::Ran(ran) => ran,
+            BranchState::Ran(ran) => Ok(ran),
+            BranchState::Cancelled(reason) => Err(reason),
             BranchState::Ready { .. } | BranchState::Running => {
                 return Err(RunError::Protocol(format!(
                     "branch {branch} (`{}`) was settled before its body ran (call `run_branches` first)",
@@ -470,6 +564,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             branch,
             parent: start,
         };
+        let ran = match ran {
+            Ok(ran) => ran,
+            // Dropped unfinished under a quorum: recorded as a failed turn
+            // is, its outcome `Cancelled`.
+            Err(reason) => {
+                self.settle_failed(start, record, parent, &format!("cancelled: {reason}"))?;
+                if let Some(head) = fork.heads.get_mut(branch as usize) {
+                    *head = (self.transcript.len() - 1) as u32;
+                }
+                return Ok(Branch::Cancelled { reason });
+            }
+        };
         let failed = |error: RunError| Branch::Failed {
             error: error.to_string(),
         };
@@ -499,19 +605,28 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let next = match ended {
             Ok(next) => next,
             Err((outcome, error)) => {
-                self.settle_failed(start, record, parent, &error)?;
-                fork.heads[branch as usize] = (self.transcript.len() - 1) as u32;
+                self.settle_failed(start, record, parent, &error.to_string())?;
+                if let Some(head) = fork.heads.get_mut(branch as usize) {
+                    *head = (self.transcript.len() - 1) as u32;
+                }
                 return Ok(outcome);
             }
         };
         // The output, handed to the join over the branch's outcome edge.
         let value = output(next);
-        let edge = fork.fork.branches[branch as usize].outcome;
+        let Some(edge) = fork.edges(branch).map(|b| b.outcome) else {
+            return Err(RunError::Protocol(format!(
+                "fan-out of agent `{}` has no branch {branch}",
+                agent_name::<W>(fork.fork.from)
+            )));
+        };
         let info = self.edge(edge, Node::End, false)?;
         let at = self.transcript.len() as u32;
         let refused = self.record(edge, info, &value, Status::Pending)?;
         self.transcript.lineage.push((at, parent));
-        fork.heads[branch as usize] = at;
+        if let Some(head) = fork.heads.get_mut(branch as usize) {
+            *head = at;
+        }
         let contract = contract(&value);
         let mut reasons: Vec<RejectReason> = refused.into_iter().collect();
         if contract.is_none() && !open.is_empty() {
@@ -639,7 +754,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         start: u32,
         turn: Option<TurnRecord>,
         lineage: Lineage,
-        error: &RunError,
+        error: &str,
     ) -> Result<(), RunError> {
         let Some(entry) = self.transcript.entries.get(start as usize).cloned() else {
             return Err(RunError::Protocol(
@@ -659,7 +774,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.transcript.note(
             i,
             crate::spec::Receipt::TurnFailed {
-                error: error.to_string(),
+                error: error.to_owned(),
             },
         );
         self.handoff_event();

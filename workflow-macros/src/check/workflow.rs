@@ -50,7 +50,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     let (mut graph, mut edge_tokens, kinds, mut forks, all_resolved) =
         resolve_edges(cx, wf, entry.unwrap_or(0));
     // The rules below analyse each fan-out as the chain of turns it takes.
-    let (analysis, analysis_tokens, kinds) =
+    let (analysis, analysis_tokens, kinds, counting) =
         super::parallel::resolve(cx, wf, &mut graph, &mut edge_tokens, kinds, &mut forks);
     // Reachability and ends are only meaningful on the graph as declared:
     // with a bad entry or target they would report the same mistake again.
@@ -71,7 +71,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
             _ => None,
         })
         .sum();
-    let computed = analysis.max_hops().unwrap_or(0).saturating_add(returns);
+    let computed = counting.max_hops().unwrap_or(0).saturating_add(returns);
     if computed > u64::from(u32::MAX) {
         cx.error_spanned_by(
             &wf.name,
@@ -450,11 +450,12 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> Edges {
     for (from, a) in wf.agents.iter().enumerate() {
         let mut seen: Vec<String> = Vec::new();
         for t in &a.args.to {
-            if let Some(branches) = &t.branches {
+            let mapped = t.map.as_ref().map(|m| vec![m.agent.clone()]);
+            if let Some(branches) = t.branches.as_ref().or(mapped.as_ref()) {
                 if forks.iter().any(|f| f.from == from) {
                     cx.error_spanned_by(
                         &t.name,
-                        "an agent starts one fan-out: list every branch in one `parallel(..)`",
+                        "an agent starts one fan-out: list every branch in one `parallel(..)`, or map one receiver with `map(..)`",
                     );
                     continue;
                 }
@@ -462,6 +463,11 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> Edges {
                     from,
                     branches: Vec::new(),
                     token: t.name.clone(),
+                    map: t
+                        .map
+                        .as_ref()
+                        .map(|m| super::parallel::map_bound(cx, &t.name, m)),
+                    quorum: None,
                     join: None,
                     edges: Vec::new(),
                     join_edge: None,

@@ -26,6 +26,15 @@ fn has_incoming(wf: &Workflow, r: &Resolved, agent: usize) -> bool {
     })
 }
 
+/// The bound of the map agent `index` starts, and its receiver's name:
+/// checked as the agent's last post-condition.
+pub(super) fn map_bound(r: &Resolved, index: usize) -> Option<(u32, usize)> {
+    r.forks
+        .iter()
+        .find(|f| f.from == index)
+        .and_then(|f| Some((f.map?, *f.branches.first()?)))
+}
+
 /// The module-level alias of what branch agent `a` hands to its join.
 pub(super) fn branch_output_alias(a: &Agent) -> syn::Ident {
     format_ident!("__wf_branch_output_{}", a.name.unraw())
@@ -59,7 +68,8 @@ fn fork_types(wf: &Workflow, r: &Resolved, index: usize) -> (TokenStream, TokenS
     if wf.agents[index].args.join_key.is_some() {
         for j in join {
             let alias = format_ident!("__wf_branch_output_{}", j.name.unraw());
-            let ty = &j.ty;
+            // A mapped branch's `[T]`: each item's outcome is a `T`.
+            let ty = crate::check::parallel::slice_elem(&j.ty).unwrap_or(&j.ty);
             outer.extend(quote! {
                 #[doc(hidden)]
                 #[allow(non_camel_case_types)]
@@ -69,6 +79,12 @@ fn fork_types(wf: &Workflow, r: &Resolved, index: usize) -> (TokenStream, TokenS
         let fields = join.iter().map(|j| {
             let field = &j.name;
             let alias = format_ident!("__wf_branch_output_{}", j.name.unraw());
+            if crate::check::parallel::slice_elem(&j.ty).is_some() {
+                let doc = format!(
+                    "What each item's turn of `{field}` ended with, in the order of the list."
+                );
+                return quote!(#[doc = #doc] pub #field: ::workflow_core::__private::Vec<::workflow_core::__private::Branch<super::#alias>>);
+            }
             let doc = format!("What branch `{field}` ended with.");
             quote!(#[doc = #doc] pub #field: ::workflow_core::__private::Branch<super::#alias>)
         });
@@ -189,6 +205,17 @@ pub(super) fn agent(
         .filter(|(e, _)| e.from == index)
         .filter_map(|(e, kind)| {
             Some(match (kind, e.to) {
+                (EdgeKind::Start { fork, branch: 0 }, Target::Agent(b))
+                    if r.forks[*fork].map.is_some() =>
+                {
+                    let ty = input_alias(&wf.agents[b]);
+                    let doc = format!(
+                        "Hand each item to its own turn of `{}`, all at once (at most {} items).",
+                        wf.agents[b].name,
+                        r.forks[*fork].map.unwrap_or(1)
+                    );
+                    quote!(#[doc = #doc] Map(::workflow_core::__private::Vec<super::#ty>))
+                }
                 (EdgeKind::Start { branch: 0, .. }, _) => quote!(
                     #[doc = "Hand off to every branch of the fan-out at once."]
                     Parallel(Parallel)
@@ -227,6 +254,14 @@ pub(super) fn agent(
         .filter_map(|((i, e), kind)| {
             let edge = (i + 1) as u16; // edge 0 is START -> entry
             Some(match (kind, e.to) {
+                (EdgeKind::Start { fork, branch: 0 }, _) if r.forks[*fork].map.is_some() => {
+                    let v = quote::format_ident!("__Fork{}", fork);
+                    quote! {
+                        #name::Next::Map(items) => ::workflow_core::__private::Result::Ok(
+                            ::workflow_core::__private::Transition::To(#state::#v(items)),
+                        ),
+                    }
+                }
                 (EdgeKind::Start { fork, branch: 0 }, _) => {
                     let v = quote::format_ident!("__Fork{}", fork);
                     quote! {
@@ -337,14 +372,35 @@ pub(super) fn agent(
             }
         }
     });
+    // A map's bound, checked as the fan-out agent's last post-condition:
+    // more items than the bound fail its turn, recorded, never cut.
+    let map_check = map_bound(r, index).map(|(max, _)| {
+        let k = plain_post.len();
+        let max = max as usize;
+        quote! {
+            if let #name::Next::Map(items) = out
+                && items.len() > #max
+            {
+                return ::workflow_core::__private::Result::Err(
+                    &<#spec as ::workflow_core::__private::Workflow>::GRAPH.agents[#index].post[#k],
+                );
+            }
+        }
+    });
     // Without post-conditions the runtime builds no context for them.
-    let no_post = plain_post.is_empty().then(|| {
+    let no_post = (plain_post.is_empty() && map_check.is_none()).then(|| {
         quote!(
             const HAS_POST: bool = false;
         )
     });
-    let post = (!plain_post.is_empty()).then(|| {
-        let body = conditions(&spec, index, &plain_post, "post", quote!(let #cx_pat = cx;));
+    let post = (!plain_post.is_empty() || map_check.is_some()).then(|| {
+        let body = conditions(
+            &spec,
+            index,
+            &plain_post,
+            "post",
+            quote!(#map_check let #cx_pat = cx;),
+        );
         quote! {
             #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post(

@@ -30,15 +30,24 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         .unwrap_or_else(|| "()".into());
     let entry = &wf.agents[r.graph.entry];
     let input_text = type_text(&entry.input_ty);
-    let cond = |cs: Vec<&crate::parse::ConditionArgs>| {
+    let cond = |cs: Vec<&crate::parse::ConditionArgs>, extra: Option<TokenStream>| {
         let items = cs.into_iter().map(|c| {
             let text = super::expr_text(&c.expr);
             let message = &c.message;
             quote!(::workflow_core::__private::Condition { expr: #text, message: #message })
         });
-        quote!(&[#(#items),*])
+        quote!(&[#(#items,)* #extra])
     };
-    let agents = wf.agents.iter().map(|a| {
+    let agents = wf.agents.iter().enumerate().map(|(i, a)| {
+        // A map's bound: the agent's last post-condition (see `agent.rs`).
+        let map_bound = super::agent::map_bound(r, i).map(|(max, b)| {
+            let worker = wf.agents[b].name.unraw().to_string();
+            let expr = format!("map({worker}).len() <= {max}");
+            let message = format!(
+                "one turn maps at most {max} items to `{worker}` (`map({worker}, max = {max})`, counted in MAX_HOPS); the list is never cut"
+            );
+            quote!(::workflow_core::__private::Condition { expr: #expr, message: #message })
+        });
         let name = a.name.unraw().to_string();
         let ty = &a.input_ty;
         let input = type_text(ty);
@@ -49,7 +58,7 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
             Some(ms) => quote!(::workflow_core::__private::Option::Some(#ms)),
             None => quote!(::workflow_core::__private::Option::None),
         };
-        let (pre, post) = (cond(a.plain_pre()), cond(a.plain_post()));
+        let (pre, post) = (cond(a.plain_pre(), None), cond(a.plain_post(), map_bound));
         let on_reject = match a.args.on_reject.as_ref().map(|o| &o.value) {
             Some(OnReject::Escalate) => quote!(::workflow_core::__private::OnReject::Escalate),
             Some(OnReject::Sender { max }) => {

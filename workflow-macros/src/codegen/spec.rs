@@ -83,7 +83,15 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let stat = quote::format_ident!("__WF_FORK_{}", f);
         let from = &wf.agents[fork.from].name;
         let doc = format!("The branches of `{from}`'s fan-out run next.");
-        fork_states.push(quote!(#[doc = #doc] #[doc(hidden)] #v(#from::Parallel)));
+        match (fork.map, fork.branches.first()) {
+            (Some(_), Some(&b)) => {
+                let ty = super::input_alias(&wf.agents[b]);
+                fork_states.push(
+                    quote!(#[doc = #doc] #[doc(hidden)] #v(::workflow_core::__private::Vec<#ty>)),
+                );
+            }
+            _ => fork_states.push(quote!(#[doc = #doc] #[doc(hidden)] #v(#from::Parallel))),
+        }
         let from_u16 = fork.from as u16;
         let first = fork.branches.first().map_or(from_u16, |&b| b as u16);
         fork_agent_of.push(quote!(#state::#v(_) => #first,));
@@ -119,6 +127,48 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         };
         let join_agent = &wf.agents[join];
         let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
+        // The bodies, at once; under a quorum, until that many are done.
+        let run_bodies = |turns: TokenStream| match fork.quorum {
+            Some(q) => {
+                let q = q as usize;
+                quote!(::workflow_core::__private::run_branches_quorum(#turns, #q).await;)
+            }
+            None => quote!(::workflow_core::__private::run_branches(#turns).await;),
+        };
+        if let (Some(max), Some(&b)) = (fork.map, fork.branches.first()) {
+            let b = &wf.agents[b].name;
+            let alias = quote::format_ident!("__wf_branch_output_{}", b.unraw());
+            let run = run_bodies(quote!(&mut bodies));
+            fork_turns.push(quote! {
+                #state::#v(items) => {
+                    let mut fork = run.fork_map(&#stat, items.len(), #max)?;
+                    let mut turns = ::workflow_core::__private::Vec::with_capacity(items.len());
+                    for (k, item) in items.into_iter().enumerate() {
+                        turns.push(run.branch::<#b::Agent>(&mut fork, k as u16, item)?);
+                    }
+                    {
+                        let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
+                            turns.iter_mut().map(|t| t as &mut dyn ::workflow_core::__private::BranchBody).collect();
+                        #run
+                    }
+                    let mut #b = ::workflow_core::__private::Vec::with_capacity(turns.len());
+                    for turn in turns {
+                        #b.push(run.settle::<#b::Agent, #alias>(
+                            &mut fork,
+                            turn,
+                            |next| match next { #b::Next::#join_v(out) => out },
+                            ::workflow_core::__private::no_contract,
+                        )?);
+                    }
+                    let joined = #join_name::Joined { #b };
+                    run.join::<#join_name::Agent>(fork, &joined)?;
+                    ::workflow_core::__private::Result::Ok(
+                        ::workflow_core::__private::Transition::To(#state::#join_v(joined)),
+                    )
+                }
+            });
+            continue;
+        }
         let names: Vec<_> = fork.branches.iter().map(|&b| &wf.agents[b].name).collect();
         let turns: Vec<_> = (0..names.len())
             .map(|k| quote::format_ident!("__wf_branch_{}", k))
@@ -138,13 +188,14 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 )?;
             }
         });
+        let run = run_bodies(quote!(&mut [
+            #(&mut #turns as &mut dyn ::workflow_core::__private::BranchBody),*
+        ]));
         fork_turns.push(quote! {
             #state::#v(parallel) => {
                 let mut fork = run.fork(&#stat)?;
                 #(#starts)*
-                ::workflow_core::__private::run_branches(&mut [
-                    #(&mut #turns as &mut dyn ::workflow_core::__private::BranchBody),*
-                ]).await;
+                #run
                 #(#settles)*
                 let joined = #join_name::Joined { #(#names),* };
                 run.join::<#join_name::Agent>(fork, &joined)?;
