@@ -493,15 +493,35 @@ impl<W: Workflow> Executor<W> {
             return Err(fail(format!("run {run_id} has no records")));
         };
         // A run cut inside a fan-out (its branches' records written, its
-        // join's not) is not carried on yet: said so, never guessed.
+        // join's not): the branches that ended are kept, the cut ones run
+        // again (`run/fork_resume.rs`).
         if let Some(
             lineage @ (crate::spec::Lineage::Start { .. } | crate::spec::Lineage::Outcome { .. }),
         ) = &last.lineage
         {
-            return Err(fail(format!(
-                "run {run_id} stopped inside the fan-out of record #{} (its last record is the {lineage}): resuming in the middle of a fan-out is not supported yet; the branches' records are kept",
-                lineage.fork()
-            )));
+            if decision.is_some() {
+                return Err(Aborted {
+                    error: RunError::Decision(format!(
+                        "run {run_id} is not waiting for a decision"
+                    )),
+                    transcript: run.transcript,
+                });
+            }
+            let state = match run.resume_inside_fork(ledger, records, lineage.fork()) {
+                Ok(state) => state,
+                Err(error) => {
+                    return Err(Aborted {
+                        error,
+                        transcript: run.transcript,
+                    });
+                }
+            };
+            return Session {
+                run,
+                state: Ok(Some(state)),
+            }
+            .finish()
+            .await;
         }
         // Checked again here, where they are served (a ledger may override
         // `verify_run`): an entry that is not what was journaled is never

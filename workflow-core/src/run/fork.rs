@@ -47,14 +47,16 @@ pub struct ForkRun {
     /// What the branches spend, all together, while they run.
     pool: Arc<std::sync::Mutex<Usage>>,
     /// Each branch's last record so far.
-    heads: Vec<u32>,
+    pub(super) heads: Vec<u32>,
     /// The sequence number the next accepted branch's outcome will take.
-    next_outcome: u32,
+    pub(super) next_outcome: u32,
     /// What the branches left open, for the join's turn.
-    carried: Vec<String>,
+    pub(super) carried: Vec<String>,
     /// A map (`map(worker, max = N)`): every branch takes the fork's one
     /// branch's edges, one branch per item.
     map: bool,
+    /// A fan-out resumed after a crash: the records it already has.
+    pub(super) resume: Option<crate::run::ForkResume>,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -82,20 +84,23 @@ pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
     branch: u16,
     /// The branch's transfer (its start record).
     start: u32,
-    state: BranchState<'x, W, A>,
+    pub(super) state: BranchState<'x, W, A>,
     /// The scope the branch works under.
     scope: Option<(&'static str, Expiry)>,
     /// The questions the branch received.
-    open: Vec<String>,
+    pub(super) open: Vec<String>,
     /// The branch's own turn log, its budget pooled with its siblings'.
     shared: Option<Arc<RunShared>>,
     #[cfg(feature = "tracing")]
     span: tracing::Span,
 }
 
-enum BranchState<'x, W: Workflow, A: Agent<W>> {
+pub(super) enum BranchState<'x, W: Workflow, A: Agent<W>> {
     /// Its receipt refused it: the body never runs.
     Refused(RejectReason),
+    /// A resumed fan-out: its outcome is recorded (at this sequence
+    /// number), read back instead of running the body again.
+    Recorded(u32),
     /// Accepted, waiting for [`run_branches`].
     Ready {
         input: A::Input,
@@ -112,6 +117,20 @@ enum BranchState<'x, W: Workflow, A: Agent<W>> {
 }
 
 impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
+    /// A branch started at record `start`, under `scope`, not decided yet.
+    pub(super) fn new(branch: u16, start: u32, scope: Option<(&'static str, Expiry)>) -> Self {
+        BranchTurn {
+            branch,
+            start,
+            state: BranchState::Running,
+            scope,
+            open: Vec::new(),
+            shared: None,
+            #[cfg(feature = "tracing")]
+            span: tracing::Span::none(),
+        }
+    }
+
     /// Whether the branch's receipt accepted it (its body runs).
     pub fn accepted(&self) -> bool {
         !matches!(self.state, BranchState::Refused(_))
@@ -259,6 +278,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 workflow.branches = branches,
             )
         };
+        // Resumed inside this fan-out: its first start is recorded, and a
+        // fan-out agent's turn run again is neither counted twice nor
+        // recorded twice.
+        let resume = self.resume_fork.take().filter(|r| r.at == at);
+        let first = match &resume {
+            Some(r) => {
+                if let Some(spent) = r.spent {
+                    self.spent = spent;
+                    let len = self.transcript.len() as u32;
+                    self.transcript.turns.retain(|(i, _)| *i < len);
+                }
+                r.starts.first().map_or(first, |&(seq, _)| seq)
+            }
+            None => first,
+        };
         Ok(ForkRun {
             fork,
             at,
@@ -270,6 +304,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             next_outcome: first.saturating_add(branches as u32),
             carried: Vec::new(),
             map: false,
+            resume,
             #[cfg(feature = "tracing")]
             span,
         })
@@ -333,6 +368,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
+        // Resumed: a start already recorded is not recorded again.
+        let recorded = fork
+            .resume
+            .as_ref()
+            .and_then(|r| r.starts.get(branch as usize).cloned());
+        if let Some(recorded) = recorded {
+            return self.branch_recorded::<A>(fork, branch, input, recorded);
+        }
         let contract = A::contract(&input);
         // Every branch is lent the fan-out agent's scope, as if it were the
         // only receiver: the transfer records it as its sender's scope.
@@ -350,16 +393,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(head) = fork.heads.get_mut(branch as usize) {
             *head = start;
         }
-        let mut turn = BranchTurn {
-            branch,
-            start,
-            state: BranchState::Running,
-            scope: self.turn_scope,
-            open: Vec::new(),
-            shared: None,
-            #[cfg(feature = "tracing")]
-            span: tracing::Span::none(),
-        };
+        let mut turn = BranchTurn::new(branch, start, self.turn_scope);
         // The sender's checks: a payload the encoder refused, a question
         // the fan-out agent received and this branch's handoff dropped.
         self.open.clone_from(&fork.open);
@@ -386,7 +420,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Ok(turn);
             }
         }
-        let mut cx = self.context::<A>(self.turn_scope);
+        let cx = self.context::<A>(self.turn_scope);
         if let Some(reason) = check_pre::<W, A>(&input, &cx)
             && let Some(refusal) = self.branch_verdict(reason)?
         {
@@ -400,12 +434,31 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.progress::<A>();
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
-        // The branch's own log, its spending pooled with its siblings'.
-        let shared = self.branch_shared(fork);
+        let anchor = self.prev_hash.clone();
+        self.start_body(fork, &mut turn, input, cx, anchor, None);
+        Ok(turn)
+    }
+
+    /// Readies an accepted branch's body: its own turn log (its spending
+    /// pooled with its siblings', `recorded` calls served), its journal
+    /// bound to `anchor` (its start's hash) under the sequence number its
+    /// outcome will take, its hop, its span.
+    pub(super) fn start_body<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+        input: A::Input,
+        mut cx: Context<'x, W, A>,
+        anchor: Arc<str>,
+        recorded: Option<crate::ledger::RecordedCalls>,
+    ) {
+        #[cfg(feature = "tracing")]
+        let (branch, start) = (turn.branch, turn.start);
+        let shared = self.branch_shared(fork, recorded);
         cx.shared = shared.clone();
         cx.turn_seq = fork.next_outcome;
         if let Some(journal) = cx.journal.as_mut() {
-            journal.anchor = self.prev_hash.clone();
+            journal.anchor = anchor;
         }
         fork.next_outcome = fork.next_outcome.saturating_add(1);
         self.hops += 1;
@@ -432,7 +485,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             cx,
             limit: self.turn_limit::<A>(),
         };
-        Ok(turn)
     }
 
     /// A failed check on a branch's last transfer: in audit mode (for a
@@ -459,7 +511,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// The shared state of one branch's turn: the run's, with a turn log of
     /// its own whose spending counts against the run's budget together with
     /// its siblings'.
-    fn branch_shared(&self, fork: &ForkRun) -> Arc<RunShared> {
+    fn branch_shared(
+        &self,
+        fork: &ForkRun,
+        recorded: Option<crate::ledger::RecordedCalls>,
+    ) -> Arc<RunShared> {
         let edge_uses = self
             .shared
             .edge_uses
@@ -492,6 +548,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 pool: Some(fork.pool.clone()),
                 ..Default::default()
             }),
+            recorded,
             ..RunShared::default()
         })
     }
@@ -505,7 +562,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Neither stops the run: the join sees the branch as it ended. An error
     /// is returned only when the run cannot go on (its ledger failed).
     #[doc(hidden)] // for generated fork turns and hand-written workflows
-    pub fn settle<A: Agent<W>, O: Serialize>(
+    pub fn settle<A: Agent<W>, O: Serialize + serde::de::DeserializeOwned>(
         &mut self,
         fork: &mut ForkRun,
         turn: BranchTurn<'x, W, A>,
@@ -523,6 +580,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         } = turn;
         let ran = match state {
             BranchState::Refused(reason) => return Ok(Branch::Rejected { reason }),
+            BranchState::Recorded(seq) => {
+                return self.settle_recorded::<A, O>(fork, branch, seq);
+            }
             BranchState::Ran(ran) => Ok(ran),
             BranchState::Cancelled(reason) => Err(reason),
             BranchState::Ready { .. } | BranchState::Running => {

@@ -117,6 +117,9 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) joined_dissent: Option<crate::spec::Disagreement>,
     /// The disagreement the current turn's handoff must carry forward.
     pub(super) dissent: Option<crate::spec::Disagreement>,
+    /// A run resumed inside a fan-out: the records its branches already
+    /// have, taken by the fan-out's `fork` (`run/fork_resume.rs`).
+    pub(super) resume_fork: Option<crate::run::ForkResume>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -225,6 +228,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             joined_open: Vec::new(),
             joined_dissent: None,
             dissent: None,
+            resume_fork: None,
         }
     }
 
@@ -955,7 +959,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         contract: Option<&ContractView<'_>>,
     ) -> Result<Context<'x, W, A>, RunError> {
-        let last = self.transcript.entries.last().map(|e| (e.status, e.edge));
+        // A fan-out agent's turn again, in a run resumed inside its fan-out:
+        // on the record it worked on, not the last (`run/fork_resume.rs`).
+        let rerun = self.resume_fork.as_ref().and_then(|r| r.rerun_at());
+        let input = rerun
+            .as_ref()
+            .map_or(self.transcript.len().wrapping_sub(1), |r| r.0);
+        let last = self
+            .transcript
+            .entries
+            .get(input)
+            .map(|e| (e.status, e.edge));
         let accepted = last.is_some_and(|(status, edge)| {
             status.ran()
                 && W::GRAPH.edges.get(edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
@@ -966,7 +980,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(A::INDEX)
             )));
         }
-        self.turn_input = self.transcript.len() - 1;
+        self.turn_input = input;
         self.progress::<A>();
         self.begin_turn(contract);
         if let Some(crate::spec::Receipt::Approved { by, edited }) =
@@ -977,6 +991,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         let mut cx = self.context::<A>(self.turn_scope);
         cx.hop = self.hops.saturating_sub(1);
+        if let Some((input, turn_seq, anchor)) = rerun {
+            cx.lease_seq = input as u32;
+            cx.turn_seq = turn_seq;
+            if let Some(journal) = cx.journal.as_mut() {
+                journal.anchor = anchor;
+            }
+        }
         Ok(cx)
     }
 

@@ -79,6 +79,24 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         ))
     }
 
+    /// The state in which the branches of agent `agent`'s fan-out run, with
+    /// the inputs their start records hold (`inputs`, one per branch, in
+    /// branch order): to resume a run cut inside that fan-out. `Ok(None)`
+    /// when `inputs` are fewer than the fan-out's branches (the crash came
+    /// while the starts were being recorded): the fan-out agent's turn then
+    /// runs again. The default says the workflow cannot; generated
+    /// workflows can.
+    fn restore_fork(
+        agent: u16,
+        inputs: &[RecordedPayload<'_>],
+    ) -> Result<Option<Self::State>, String> {
+        let _ = inputs;
+        Err(format!(
+            "workflow `{}` cannot restore the fan-out of agent {agent}: it implements no `Workflow::restore_fork`",
+            Self::GRAPH.name
+        ))
+    }
+
     /// Writes the canonical bytes of the input that `state` carries (to
     /// record a payload a person edited at an escalation). The default says
     /// the workflow cannot; generated workflows can.

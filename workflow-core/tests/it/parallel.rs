@@ -7,8 +7,8 @@
 //! 160); each branch has its own receipt and record; the hop cap and the
 //! budget are shared by the branches; every outcome (done, rejected,
 //! failed, timed out) reaches the join; the record keeps each branch's
-//! lineage, verifies, and refuses an edit; a run cut inside a fan-out is
-//! not resumed as if it were not.
+//! lineage, verifies, and refuses an edit; a run cut inside a fan-out
+//! resumes with the records of an uncut run.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -433,6 +433,22 @@ impl Workflow for Panel {
         }
     }
 
+    fn restore(agent: u16, payload: &workflow_core::RecordedPayload<'_>) -> Result<State, String> {
+        match agent {
+            0 => payload.decode().map(State::Lead),
+            _ => Err(format!("agent {agent} is not resumed in these tests")),
+        }
+    }
+
+    /// The jobs alone do not say how many branches the plan had: the
+    /// lead's turn runs again, its recorded branches checked against it.
+    fn restore_fork(
+        _agent: u16,
+        _inputs: &[workflow_core::RecordedPayload<'_>],
+    ) -> Result<Option<State>, String> {
+        Ok(None)
+    }
+
     fn agent_of(state: &State) -> u16 {
         match state {
             State::Lead(_) => 0,
@@ -703,33 +719,108 @@ async fn a_fan_out_record_verifies_and_an_edited_lineage_does_not() {
 }
 
 #[tokio::test]
-async fn a_run_cut_inside_a_fan_out_is_not_resumed_as_if_it_were_whole() {
+async fn a_run_cut_inside_a_fan_out_resumes_with_the_records_of_an_uncut_run() {
     let ledger = Arc::new(MemoryLedger::new());
     let wf = Executor::<Panel>::new((), Deps::new(1)).with_ledger(ledger.clone());
     let done = run(&wf, plan(&[Behave::Sleep(0), Behave::Sleep(0)]))
         .await
         .unwrap();
-    // The records and the tool-call journal as a crash after the first
-    // branch's outcome leaves them: the second branch's tool call is
-    // journaled (bound to its start, #2), its outcome (#4) is not recorded.
     let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    // #0 the plan, #1 #2 the starts, #3 #4 the outcomes, #5 the join.
+    assert_eq!(whole.len(), 7);
+    // Cut after each record inside the fan-out: after the first start,
+    // after both, after the first outcome, after both. The tool calls are
+    // journaled as the crash left them: none before every start is
+    // recorded (the bodies run after), then each branch's under the outcome
+    // it was to take, bound to its start.
+    for cut in 2..=5 {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        for turn_seq in (1..8).filter(|_| cut >= 3) {
+            for entry in ledger.tool_calls(run_id, turn_seq).unwrap() {
+                crashed.append_tool_call(run_id, turn_seq, &entry).unwrap();
+            }
+        }
+        // Not tampering: the journal of a branch cut mid-fan-out is bound
+        // to its start.
+        crashed.verify_run(run_id).unwrap();
+        let deps = Deps::new(1);
+        let wf = Executor::<Panel>::new((), deps.clone()).with_ledger(crashed.clone());
+        let resumed = wf
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+        // The same records as the uncut run's, in the same order: the kept
+        // branches are not recorded again, the cut ones once.
+        let again = crashed.records(run_id).unwrap();
+        let view = |r: &workflow_core::ledger::LedgerRecord| {
+            (
+                r.seq,
+                r.from.to_string(),
+                r.to.to_string(),
+                r.receipt.clone(),
+                r.lineage.clone(),
+                r.payload.clone(),
+            )
+        };
+        assert_eq!(
+            again.iter().map(view).collect::<Vec<_>>(),
+            whole.iter().map(view).collect::<Vec<_>>(),
+            "cut after {cut} records"
+        );
+        crashed.verify_run(run_id).unwrap();
+        // Every branch's tool call journaled before the crash is served,
+        // never made again; before the starts were all recorded no body
+        // had run, and both run now.
+        let ran = if cut == 2 { 2 } else { 0 };
+        assert_eq!(
+            deps.ran.load(Ordering::SeqCst),
+            ran,
+            "cut after {cut} records"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_fan_out_runs_only_the_branches_without_a_recorded_outcome() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = Executor::<Panel>::new((), Deps::new(1)).with_ledger(ledger.clone());
+    let done = run(
+        &wf,
+        plan(&[Behave::Sleep(0), Behave::Fail, Behave::Refuse, Behave::Hang]),
+    )
+    .await
+    .unwrap();
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    // #0 plan, #1-#4 starts (#3 refused), #5 #6 #7 outcomes (done, failed,
+    // timed out), #8 join, #9 END. Cut after the first outcome, the
+    // journal gone: branch 0 is kept, branches 1 and 3 run again, branch
+    // 2 stays refused.
+    assert_eq!(whole.len(), 10);
     let crashed = Arc::new(MemoryLedger::new());
-    for r in ledger.records(run_id).unwrap().iter().take(4) {
+    for r in whole.iter().take(6) {
         crashed.append(r).unwrap();
     }
-    for turn_seq in 1..8 {
-        for entry in ledger.tool_calls(run_id, turn_seq).unwrap() {
-            crashed.append_tool_call(run_id, turn_seq, &entry).unwrap();
-        }
-    }
-    assert_eq!(crashed.tool_calls(run_id, 4).unwrap().len(), 1);
-    // Not tampering: the journal of a branch cut mid-fan-out is bound to
-    // its start.
+    let deps = Deps::new(1);
+    let wf = Executor::<Panel>::new((), deps.clone()).with_ledger(crashed.clone());
+    let resumed = wf.resume(run_id).await.unwrap();
+    assert_eq!(resumed.output, done.output);
+    assert_eq!(
+        resumed.output.outcomes,
+        [
+            "done: slept 0 ms",
+            "failed: agent `worker1` failed: this branch fails",
+            "rejected: pre-condition `job.behave != Behave::Refuse` failed: a job this worker refuses",
+            "timed out after 200 ms",
+        ]
+    );
+    // Branches 1 and 3 ran again; branch 0's outcome was read back.
+    assert_eq!(deps.ran.load(Ordering::SeqCst), 2);
     crashed.verify_run(run_id).unwrap();
-    let wf = Executor::<Panel>::new((), Deps::new(1)).with_ledger(crashed);
-    let aborted = wf.resume(done.transcript.run_id()).await.unwrap_err();
-    match &aborted.error {
-        RunError::Resume(why) => assert!(why.contains("inside the fan-out of record #0"), "{why}"),
-        other => panic!("expected a refusal to resume, got {other}"),
-    }
+    assert_eq!(crashed.records(run_id).unwrap().len(), 10);
 }

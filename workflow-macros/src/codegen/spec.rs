@@ -78,6 +78,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let mut fork_statics = Vec::new();
     let mut fork_agent_of = Vec::new();
     let mut fork_encodes = Vec::new();
+    let mut fork_restores = Vec::new();
     for (f, fork) in r.forks.iter().enumerate() {
         let v = quote::format_ident!("__Fork{}", f);
         let stat = quote::format_ident!("__WF_FORK_{}", f);
@@ -173,6 +174,30 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let turns: Vec<_> = (0..names.len())
             .map(|k| quote::format_ident!("__wf_branch_{}", k))
             .collect();
+        // Resuming inside the fan-out: its static, and its state rebuilt
+        // from the branches' recorded inputs.
+        let count = names.len();
+        let from_str = from.unraw().to_string();
+        let fields = names
+            .iter()
+            .enumerate()
+            .map(|(k, b)| quote!(#b: inputs[#k].decode()?));
+        fork_restores.push(quote! {
+            #from_u16 => {
+                if inputs.len() < #count {
+                    return ::workflow_core::__private::Result::Ok(::workflow_core::__private::Option::None);
+                }
+                if inputs.len() > #count {
+                    return ::workflow_core::__private::Result::Err(::workflow_core::__private::format!(
+                        "the fan-out of `{}` has {} branches, {} were recorded",
+                        #from_str, #count, inputs.len(),
+                    ));
+                }
+                ::workflow_core::__private::Result::Ok(::workflow_core::__private::Option::Some(
+                    #state::#v(#from::Parallel { #(#fields),* }),
+                ))
+            }
+        });
         let starts = names.iter().zip(&turns).enumerate().map(|(k, (b, t))| {
             let k = k as u16;
             quote!(let mut #t = run.branch::<#b::Agent>(&mut fork, #k, parallel.#b)?;)
@@ -249,6 +274,23 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         .invariants
         .as_ref()
         .map(|root| super::invariants::invariants(wf, root));
+    // Only a workflow with a fan-out restores one (the default refuses).
+    let restore_fork = (!fork_restores.is_empty()).then(|| {
+        quote! {
+            fn restore_fork(
+                agent: u16,
+                inputs: &[::workflow_core::__private::RecordedPayload<'_>],
+            ) -> ::workflow_core::__private::Result<::workflow_core::__private::Option<#state>, ::workflow_core::__private::String> {
+                let _ = inputs;
+                match agent {
+                    #(#fork_restores)*
+                    _ => ::workflow_core::__private::Result::Err(
+                        ::workflow_core::__private::format!("agent {} starts no fan-out", agent),
+                    ),
+                }
+            }
+        }
+    });
     let doc = format!("The definition of workflow `{wf_name}`; run it with [`Workflow`].");
     quote! {
         #[doc = #doc]
@@ -317,6 +359,8 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                     ),
                 }
             }
+
+            #restore_fork
 
             fn encode_state(
                 state: &#state,

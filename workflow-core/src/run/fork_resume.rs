@@ -1,0 +1,346 @@
+//! Resuming a run cut inside a fan-out: the branches whose outcome is
+//! recorded are kept (their typed outcome read back from the record), the
+//! cut ones run again, then the join as usual.
+//!
+//! A fan-out commits its records in a fixed order (every branch's start in
+//! branch order, then every accepted branch's outcome in branch order, then
+//! the join), so a crash leaves a prefix of that order:
+//!
+//! - **every start recorded** (and perhaps some outcomes): the fork state is
+//!   rebuilt from the starts' payloads ([`Workflow::restore_fork`]); the
+//!   fork turn runs as in the first run, except that a recorded start is not
+//!   recorded again (its receipt is the recorded one), a recorded outcome is
+//!   read back instead of running the branch's body, and a cut branch's
+//!   body runs again with the tool calls journaled under it served, not
+//!   made again;
+//! - **some starts recorded** (or a workflow whose starts alone do not say
+//!   how many branches there were: `restore_fork` gives `None`): the inputs
+//!   of the missing branches exist nowhere, so the fan-out agent's turn runs
+//!   again (its journaled tool calls served, as any cut turn's; its record
+//!   and usage, already on the first start, not kept twice), and the fork
+//!   turn then goes on as above: a branch whose start is recorded must be
+//!   handed the input recorded for it (anything else is refused, never
+//!   recorded twice).
+//!
+//! Either way, the resumed run's records continue the chain in the order a
+//! run never cut commits them: its records are those of an uncut run.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ledger::LedgerRecord;
+use crate::run::fork::{BranchState, BranchTurn, ForkRun};
+use crate::run::{Runtime, Status, TurnStart};
+use crate::spec::{Agent, Branch, Lineage, Node, Receipt, RecordedPayload, RunError, Usage};
+use crate::spec::{Workflow, agent_name};
+
+/// The records a fan-out cut by a crash already has, for its `fork`.
+pub(crate) struct ForkResume {
+    /// The record the fan-out agent's turn worked on.
+    pub(super) at: u32,
+    /// By branch index: the start record's sequence number and hash, for
+    /// the starts recorded (a prefix of the branches).
+    pub(super) starts: Vec<(u32, Arc<str>)>,
+    /// By branch index: the outcome record, when it is recorded.
+    pub(super) outcomes: Vec<Option<u32>>,
+    /// When the fan-out agent's turn runs again: what the run had spent
+    /// with its recorded turn, restored when the fan-out opens (the turn
+    /// run again is not counted twice, nor its record kept twice).
+    pub(super) spent: Option<Usage>,
+    /// When the fan-out agent's turn runs again: the sequence number its
+    /// tool calls are journaled under (the first start's) and the hash they
+    /// are bound to (the record it works on).
+    pub(super) rerun: Option<(u32, Arc<str>)>,
+}
+
+impl ForkResume {
+    /// The fan-out agent's turn run again: the record it works on, the
+    /// sequence number of its journal, the hash its journal binds to.
+    pub(super) fn rerun_at(&self) -> Option<(usize, u32, Arc<str>)> {
+        let (turn_seq, anchor) = self.rerun.clone()?;
+        Some((self.at as usize, turn_seq, anchor))
+    }
+}
+
+impl<'x, W: Workflow> Runtime<'x, W> {
+    /// Prepares run `run_id`, restored from `records` whose last is inside
+    /// the fan-out opened after record `at`, to carry on: the state to run
+    /// next (the fork state, or the fan-out agent's turn again).
+    pub(crate) fn resume_inside_fork(
+        &mut self,
+        ledger: &dyn crate::ledger::Ledger,
+        records: &[LedgerRecord],
+        at: u32,
+    ) -> Result<W::State, RunError> {
+        let run_id = self.transcript.run_id;
+        let refuse = |why: String| RunError::Resume(format!("run {run_id}: {why}"));
+        let worked_on = self
+            .transcript
+            .entries
+            .get(at as usize)
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.to);
+        let Some(Node::Agent(from)) = worked_on else {
+            return Err(refuse(format!(
+                "the fan-out of record #{at} does not follow an agent's turn"
+            )));
+        };
+        let mut starts: Vec<(u32, Arc<str>)> = Vec::new();
+        let mut outcomes: Vec<Option<u32>> = Vec::new();
+        let mut accepted = 0u32;
+        for r in records {
+            match &r.lineage {
+                Some(Lineage::Start { fork, branch }) if *fork == at => {
+                    if usize::from(*branch) != starts.len() || !outcomes.is_empty() {
+                        return Err(refuse(format!(
+                            "record #{} starts branch {branch} of the fan-out of #{at} out of order",
+                            r.seq
+                        )));
+                    }
+                    if self.transcript.entries[r.seq as usize].status.ran() {
+                        accepted += 1;
+                    }
+                    starts.push((r.seq, Arc::from(r.hash.as_str())));
+                }
+                Some(Lineage::Outcome { fork, branch, .. }) if *fork == at => {
+                    if outcomes.is_empty() {
+                        outcomes = vec![None; starts.len()];
+                    }
+                    match outcomes.get_mut(usize::from(*branch)) {
+                        Some(slot @ None) => *slot = Some(r.seq),
+                        _ => {
+                            return Err(refuse(format!(
+                                "record #{} is a second or unknown outcome of branch {branch} of the fan-out of #{at}",
+                                r.seq
+                            )));
+                        }
+                    }
+                }
+                Some(Lineage::Join { fork, .. }) if *fork == at => {
+                    return Err(refuse(format!(
+                        "the fan-out of #{at} is joined (record #{}) yet records follow its branches",
+                        r.seq
+                    )));
+                }
+                _ => {}
+            }
+        }
+        // The hop counter as it stood when the fan-out opened: each
+        // branch's receipt counts its hop again, in branch order.
+        self.hops = self.hops.saturating_sub(accepted);
+        self.turn_input = at as usize;
+        let mut resume = ForkResume {
+            at,
+            starts,
+            outcomes,
+            spent: None,
+            rerun: None,
+        };
+        let bytes: Vec<(crate::spec::PayloadFormat, Vec<u8>)> = resume
+            .starts
+            .iter()
+            .map(|(seq, _)| {
+                let r = &records[*seq as usize];
+                r.payload_bytes()
+                    .map(|b| (r.payload_format, b))
+                    .map_err(|e| refuse(e.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        let inputs: Vec<RecordedPayload<'_>> = bytes
+            .iter()
+            .map(|(format, bytes)| RecordedPayload {
+                format: *format,
+                bytes,
+            })
+            .collect();
+        let restored = W::restore_fork(from, &inputs).map_err(refuse)?;
+        let state = if let Some(state) = restored {
+            state
+        } else {
+            // The fan-out agent's turn again: its record (and usage) is on
+            // the first start, which stays; the turn's tool calls are
+            // journaled under that start's sequence number.
+            let Some(&(first, _)) = resume.starts.first() else {
+                return Err(refuse(format!(
+                    "the fan-out of #{at} has no recorded branch"
+                )));
+            };
+            resume.spent = Some(self.spent);
+            resume.rerun = Some((first, Arc::from(records[at as usize].hash.as_str())));
+            let mut before = Usage::default();
+            for (i, turn) in &self.transcript.turns {
+                if *i < first {
+                    before.add(&turn.usage);
+                }
+            }
+            self.spent = before;
+            let anchor = &records[at as usize].hash;
+            let journaled = ledger
+                .tool_calls(run_id, first)
+                .map_err(|e| refuse(e.to_string()))?;
+            crate::ledger::check_turn_journal(run_id, first, anchor, &journaled)
+                .map_err(RunError::Journal)?;
+            if !journaled.is_empty() {
+                let calls = journaled.into_iter().map(|entry| entry.call).collect();
+                self.serve_recorded(crate::ledger::RecordedCalls::resumed(first, calls));
+            }
+            let r = &records[at as usize];
+            let bytes = r.payload_bytes().map_err(|e| refuse(e.to_string()))?;
+            let payload = RecordedPayload {
+                format: r.payload_format,
+                bytes: &bytes,
+            };
+            let state = W::restore(from, &payload).map_err(refuse)?;
+            self.next_turn = TurnStart::Decided;
+            state
+        };
+        self.resume_fork = Some(resume);
+        Ok(state)
+    }
+
+    /// Branch `branch`'s start as it is recorded (at `start`, whose hash is
+    /// `anchor`): its receipt is the recorded one; an outcome recorded too
+    /// is read back at settle time; otherwise its body runs again, served
+    /// the tool calls journaled under it.
+    pub(super) fn branch_recorded<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        input: A::Input,
+        (start, anchor): (u32, Arc<str>),
+    ) -> Result<BranchTurn<'x, W, A>, RunError>
+    where
+        A::Input: Serialize,
+    {
+        let run_id = self.transcript.run_id;
+        // The input must be the recorded one (a fan-out agent run again may
+        // hand on another): a branch's start is never recorded twice.
+        let mut bytes = Vec::new();
+        let same = crate::encode::encode(&mut bytes, &input).is_ok()
+            && self.transcript.payload_bytes(start as usize) == Some(&bytes[..]);
+        if !same {
+            return Err(RunError::Resume(format!(
+                "run {run_id}: branch {branch} of the fan-out of #{} is handed an input other than the one its start (#{start}) recorded; the fan-out agent's turn, run again after the crash, did not repeat itself",
+                fork.at()
+            )));
+        }
+        fork.heads[branch as usize] = start;
+        let contract = A::contract(&input);
+        let scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        let mut turn = BranchTurn::new(branch, start, scope);
+        match self.transcript.receipt(start as usize) {
+            Some(Receipt::Rejected { reason }) => {
+                turn.state = BranchState::Refused(reason);
+                return Ok(turn);
+            }
+            _ if self.transcript.entries[start as usize].status.ran() => {}
+            other => {
+                return Err(RunError::Resume(format!(
+                    "run {run_id}: branch {branch}'s start (#{start}) has a receipt a branch never gets: {other:?}"
+                )));
+            }
+        }
+        self.turn_scope = scope;
+        self.turn_input = start as usize;
+        self.begin_turn(contract.as_ref());
+        turn.open = std::mem::take(&mut self.open);
+        let turn_seq = fork.next_outcome;
+        let recorded = fork
+            .resume
+            .as_ref()
+            .and_then(|r| r.outcomes.get(branch as usize).copied().flatten());
+        if let Some(seq) = recorded {
+            if seq != turn_seq {
+                return Err(RunError::Resume(format!(
+                    "run {run_id}: branch {branch}'s outcome is record #{seq}, where its turn's was to be #{turn_seq}"
+                )));
+            }
+            fork.next_outcome = fork.next_outcome.saturating_add(1);
+            self.hops += 1;
+            turn.state = BranchState::Recorded(seq);
+            return Ok(turn);
+        }
+        // A cut branch: its turn again, the calls it made before the crash
+        // served (checked where they are served, as a cut turn's are).
+        let journaled = match self.ledger {
+            Some(ledger) => ledger
+                .tool_calls(run_id, turn_seq)
+                .map_err(|e| RunError::Resume(e.to_string()))?,
+            None => Vec::new(),
+        };
+        crate::ledger::check_turn_journal(run_id, turn_seq, &anchor, &journaled)
+            .map_err(RunError::Journal)?;
+        let calls = (!journaled.is_empty()).then(|| {
+            crate::ledger::RecordedCalls::resumed(
+                turn_seq,
+                journaled.into_iter().map(|entry| entry.call).collect(),
+            )
+        });
+        let mut cx = self.context::<A>(self.turn_scope);
+        cx.lease_seq = start;
+        self.progress::<A>();
+        self.start_body(fork, &mut turn, input, cx, anchor, calls);
+        Ok(turn)
+    }
+
+    /// What a branch whose outcome is recorded (at `seq`) ended with, read
+    /// back typed from its record.
+    pub(super) fn settle_recorded<A: Agent<W>, O: DeserializeOwned>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        seq: u32,
+    ) -> Result<Branch<O>, RunError> {
+        let run_id = self.transcript.run_id;
+        fork.heads[branch as usize] = seq;
+        // What the branch could not carry, for the join's turn.
+        if let Some((_, turn)) = self.transcript.turns.iter().find(|(i, _)| *i == seq) {
+            for q in &turn.unresolved {
+                if !fork.carried.contains(q) {
+                    fork.carried.push(q.clone());
+                }
+            }
+        }
+        let i = seq as usize;
+        match self.transcript.receipt(i) {
+            Some(Receipt::Rejected { reason }) => Ok(Branch::Rejected { reason }),
+            Some(Receipt::TurnFailed { error }) => Ok(self.failed_outcome::<A, O>(error)),
+            _ if self.transcript.entries[i].status == Status::Accepted
+                || self.transcript.entries[i].status == Status::Audited =>
+            {
+                let format = self.transcript.entries[i].format;
+                let bytes = self.transcript.payload_bytes(i).unwrap_or_default();
+                crate::encode::decode::<O>(format, bytes)
+                    .map(Branch::Done)
+                    .map_err(|error| RunError::Unreadable { seq, error })
+            }
+            other => Err(RunError::Resume(format!(
+                "run {run_id}: branch {branch}'s outcome (#{seq}) has a receipt a branch's outcome never gets: {other:?}"
+            ))),
+        }
+    }
+
+    /// The outcome a branch whose turn failed with `error` (as its record
+    /// says it) ended with: timed out or cancelled when the error is the
+    /// one those outcomes are recorded with, failed otherwise.
+    fn failed_outcome<A: Agent<W>, O>(&self, error: String) -> Branch<O> {
+        let agent = agent_name::<W>(A::INDEX);
+        let timeouts = A::TIMEOUT
+            .map(|t| t.as_millis() as u64)
+            .into_iter()
+            .chain([0]);
+        for after_ms in timeouts {
+            if (RunError::Timeout { agent, after_ms }).to_string() == error {
+                return Branch::TimedOut { after_ms };
+            }
+        }
+        if let Some(after_ms) = self.limits.deadline_ms
+            && (RunError::DeadlinePassed { agent, after_ms }).to_string() == error
+        {
+            return Branch::Cancelled { reason: error };
+        }
+        Branch::Failed { error }
+    }
+}
