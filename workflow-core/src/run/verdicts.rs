@@ -31,6 +31,14 @@ impl<W: Workflow> Runtime<'_, W> {
         // Each verdict's branch, by its agent's name: its place in the
         // fan-out and its outcome record (the branch's head).
         let place = |name: &str| {
+            // A map's item `k` (`worker[k]`): the fan-out's `k`th branch.
+            if let Some(k) = name
+                .strip_suffix(']')
+                .and_then(|n| n.rsplit_once('['))
+                .and_then(|(_, k)| k.parse::<usize>().ok())
+            {
+                return (k < heads.len()).then_some(k);
+            }
             fork.branches.iter().zip(heads).position(|(b, _)| {
                 W::GRAPH.edges.get(b.start as usize).map(|e| e.to)
                     == Some(Node::Agent(agent_index::<W>(name)))

@@ -16,6 +16,24 @@ pub(crate) fn join_verdicts(a: &Agent) -> Option<TokenStream> {
     let reads = a.args.join.iter().map(|j| {
         let field = &j.name;
         let name = j.name.unraw().to_string();
+        // A map's join field (`[T]`) holds one outcome per item, in list
+        // order: item `k`'s verdict is branch `name[k]`'s.
+        if matches!(j.ty, syn::Type::Slice(_)) {
+            return quote! {
+                for (k, branch) in input.#field.iter().enumerate() {
+                    if let ::workflow_core::__private::Branch::Done(value) = branch {
+                        if let ::workflow_core::__private::Option::Some(verdict) =
+                            (&::workflow_core::__private::VerdictProbe(value)).verdict_of()
+                        {
+                            out.push(::workflow_core::__private::BranchVerdict::new(
+                                ::workflow_core::__private::format!("{}[{}]", #name, k),
+                                verdict,
+                            ));
+                        }
+                    }
+                }
+            };
+        }
         quote! {
             if let ::workflow_core::__private::Branch::Done(value) = &input.#field {
                 if let ::workflow_core::__private::Option::Some(verdict) =
