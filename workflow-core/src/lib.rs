@@ -99,7 +99,7 @@ pub use spec::{
     LeaseAct, RenewalOutcome, RenewalRefused, RevokeRefused, SenderScope, StoredRevocation,
 };
 // Parallel branches: a fan-out, each branch's outcome, a record's place in it.
-pub use spec::{Branch, Fork, ForkBranch, Lineage};
+pub use spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy, Lineage};
 
 /// Tool calls: the id of the call under way, the record each call leaves,
 /// tool definitions in the Model Context Protocol's shape, and tool
@@ -131,7 +131,7 @@ pub mod canary {
 /// `Runtime::join`. See the book's chapter on parallel branches.
 pub mod parallel {
     pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches, run_branches_quorum};
-    pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
+    pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy, Lineage};
 }
 
 /// JSON Schemas: the root schema of a type, and the file it is exported to.
@@ -184,7 +184,7 @@ pub mod __private {
     // macro crate.
     pub use crate::ledger::PayloadFormat;
     pub use crate::run::{BranchBody, run_branches, run_branches_quorum};
-    pub use crate::spec::{Branch, Fork, ForkBranch};
+    pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy};
 
     /// The contract of a branch's output handed to its join: none (a
     /// branch's view is not a handoff; the questions it received go to the
