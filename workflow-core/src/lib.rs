@@ -99,7 +99,7 @@ pub use spec::{
     LeaseAct, RenewalOutcome, RenewalRefused, RevokeRefused, SenderScope, StoredRevocation,
 };
 // Parallel branches: a fan-out, each branch's outcome, a record's place in it.
-pub use spec::{Branch, Fork, ForkBranch, Lineage};
+pub use spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy, Lineage};
 // Verdicts at a join: a branch output's verdict, and a disagreement kept.
 pub use spec::{BranchVerdict, Disagreement, Verdict};
 
@@ -133,7 +133,7 @@ pub mod canary {
 /// `Runtime::join`. See the book's chapter on parallel branches.
 pub mod parallel {
     pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches, run_branches_quorum};
-    pub use crate::spec::{Branch, Fork, ForkBranch, Lineage};
+    pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy, Lineage};
     pub use crate::spec::{BranchVerdict, Disagreement, Verdict};
 }
 
@@ -192,7 +192,7 @@ pub mod __private {
     // macro crate.
     pub use crate::ledger::PayloadFormat;
     pub use crate::run::{BranchBody, run_branches, run_branches_quorum};
-    pub use crate::spec::{Branch, Fork, ForkBranch};
+    pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy};
     pub use crate::spec::{BranchVerdict, Verdict, verdict_text};
     pub use crate::spec::{VerdictOfAnything, VerdictOfVerdict, VerdictProbe};
 

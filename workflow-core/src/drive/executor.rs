@@ -698,12 +698,12 @@ impl<W: Workflow> Executor<W> {
 
     /// The manifest of the workflow: agents, authorities, tools, edges, bounds.
     pub fn manifest() -> crate::export::Manifest {
-        crate::export::Manifest::of(W::GRAPH)
+        crate::export::Manifest::of_workflow::<W>()
     }
 
     /// A Mermaid flowchart of the workflow.
     pub fn mermaid() -> String {
-        crate::export::mermaid(W::GRAPH)
+        crate::export::mermaid_with_forks(W::GRAPH, W::FORKS)
     }
 
     /// The workflow's tools as MCP-style definitions (`tools/list`): name,

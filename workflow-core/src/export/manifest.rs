@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::export::file_name;
 use crate::spec::published_name;
-use crate::spec::{Graph, Node};
+use crate::spec::{ForkInfo, Graph, JoinPolicy, Node};
 
 /// A published description of a workflow's graph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -29,8 +29,45 @@ pub struct Manifest {
     pub authorities: Vec<ManifestAuthority>,
     /// The tools.
     pub tools: Vec<ManifestTool>,
-    /// The handoff edges, `START` and `END` included.
+    /// The handoff edges, `START` and `END` included (a fan-out's edges
+    /// too: to each branch, from each branch to the join, and the join's
+    /// transfer from the fan-out agent to the join agent).
     pub edges: Vec<ManifestEdge>,
+    /// The fan-outs and their joins (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forks: Vec<ManifestFork>,
+}
+
+/// A fan-out and its join in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestFork {
+    /// The agent whose turn starts the branches.
+    pub from: String,
+    /// `parallel` (one branch per listed agent) or `map` (one branch of
+    /// one agent per item of a list).
+    pub kind: ManifestForkKind,
+    /// The branches' agents, in order (a map's one receiver).
+    pub branches: Vec<String>,
+    /// A map's bound: the most items one turn may hand on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u32>,
+    /// The agent that receives every branch's outcome.
+    pub join: String,
+    /// The schema file of the join's input (every branch's outcome).
+    pub join_input_schema: String,
+    /// When the join goes on.
+    pub policy: JoinPolicy,
+}
+
+/// What kind of fan-out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ManifestForkKind {
+    /// `parallel(a, b, ..)`: one branch per listed agent.
+    Parallel,
+    /// `map(worker, max = N)`: one branch of `worker` per item.
+    Map,
 }
 
 /// An agent in the manifest.
@@ -109,7 +146,47 @@ pub struct ManifestEdge {
 }
 
 impl Manifest {
-    /// The manifest of `graph`.
+    /// The manifest of workflow `W`, its fan-outs included.
+    pub fn of_workflow<W: crate::spec::Workflow>() -> Self {
+        Self::with_forks(W::GRAPH, W::FORKS)
+    }
+
+    /// The manifest of `graph` with its fan-outs `forks`.
+    pub fn with_forks(graph: &Graph, forks: &[ForkInfo]) -> Self {
+        let mut manifest = Self::of(graph);
+        let name = |n: u16| graph.node_name(Node::Agent(n)).to_owned();
+        manifest.forks = forks
+            .iter()
+            .map(|f| {
+                let join = graph.edges.get(f.fork.join as usize);
+                ManifestFork {
+                    from: name(f.fork.from),
+                    kind: if f.map.is_some() {
+                        ManifestForkKind::Map
+                    } else {
+                        ManifestForkKind::Parallel
+                    },
+                    branches: f
+                        .fork
+                        .branches
+                        .iter()
+                        .filter_map(|b| graph.edges.get(b.start as usize))
+                        .map(|e| graph.node_name(e.to).to_owned())
+                        .collect(),
+                    max_items: f.map,
+                    join: join.map_or_else(|| "?".to_owned(), |e| graph.node_name(e.to).to_owned()),
+                    join_input_schema: join
+                        .map(|e| file_name(&published_name(graph.name, &(e.payload_schema)())))
+                        .unwrap_or_default(),
+                    policy: f.policy,
+                }
+            })
+            .collect();
+        manifest
+    }
+
+    /// The manifest of `graph` (without fan-outs: see
+    /// [`with_forks`](Self::with_forks)).
     pub fn of(graph: &Graph) -> Self {
         let conditions = |cs: &[crate::spec::Condition]| {
             cs.iter()
@@ -188,13 +265,18 @@ impl Manifest {
                     bound: e.bound,
                 })
                 .collect(),
+            forks: Vec::new(),
         }
     }
 }
 
 /// A Mermaid flowchart of `graph`: one node per agent, one arrow per edge,
-/// labelled with the payload type and the loop bound.
-pub(crate) fn mermaid(graph: &Graph) -> String {
+/// labelled with the payload type and the loop bound. Fan-outs are each drawn through a fork node (`fork_N`,
+/// labelled `parallel` or `map max N`) from which an arrow goes to each
+/// branch, and a join node (`join_N`, labelled with its policy) which each
+/// branch's arrow reaches and from which the join's transfer goes to the
+/// join agent.
+pub(crate) fn mermaid_with_forks(graph: &Graph, forks: &[ForkInfo]) -> String {
     // Node ids are prefixed: Mermaid reserves words such as `end`.
     let id = |n: Node| match n {
         Node::Start => "start__".to_owned(),
@@ -207,7 +289,35 @@ pub(crate) fn mermaid(graph: &Graph) -> String {
         let _ = writeln!(out, "    {}[{}]", id(Node::Agent(i as u16)), a.name);
     }
     out.push_str("    end__([END])\n");
-    for e in graph.edges {
+    // Where each edge of a fan-out goes in the drawing.
+    let mut from_of: Vec<Option<String>> = vec![None; graph.edges.len()];
+    let mut to_of: Vec<Option<String>> = vec![None; graph.edges.len()];
+    for (f, fork) in forks.iter().enumerate() {
+        let (fork_id, join_id) = (format!("fork_{f}"), format!("join_{f}"));
+        let kind = match fork.map {
+            Some(max) => format!("map max {max}"),
+            None => "parallel".to_owned(),
+        };
+        let policy = match fork.policy {
+            JoinPolicy::All => "join all".to_owned(),
+            JoinPolicy::Quorum(n) => format!("join quorum {n}"),
+        };
+        let _ = writeln!(out, "    {fork_id}{{{{\"{kind}\"}}}}");
+        let _ = writeln!(out, "    {join_id}{{{{\"{policy}\"}}}}");
+        let _ = writeln!(out, "    {} --> {fork_id}", id(Node::Agent(fork.fork.from)));
+        for b in fork.fork.branches {
+            if let Some(slot) = from_of.get_mut(b.start as usize) {
+                *slot = Some(fork_id.clone());
+            }
+            if let Some(slot) = to_of.get_mut(b.outcome as usize) {
+                *slot = Some(join_id.clone());
+            }
+        }
+        if let Some(slot) = from_of.get_mut(fork.fork.join as usize) {
+            *slot = Some(join_id.clone());
+        }
+    }
+    for (i, e) in graph.edges.iter().enumerate() {
         let label = match e.bound {
             Some(n) => format!("{} max {n}", e.payload),
             None => e.payload.to_owned(),
@@ -215,9 +325,9 @@ pub(crate) fn mermaid(graph: &Graph) -> String {
         let _ = writeln!(
             out,
             "    {} -->|\"{}\"| {}",
-            id(e.from),
+            from_of[i].clone().unwrap_or_else(|| id(e.from)),
             mermaid_text(&label),
-            id(e.to)
+            to_of[i].clone().unwrap_or_else(|| id(e.to))
         );
     }
     out

@@ -199,7 +199,7 @@ impl Publication {
             // Plain data always serializes; never worth a panic.
             Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
         };
-        let manifest = crate::export::Manifest::of(W::GRAPH);
+        let manifest = crate::export::Manifest::of_workflow::<W>();
         let tools = crate::export::mcp_tools(W::GRAPH);
         Publication {
             schemas: SchemaSet::of::<W>(),
@@ -209,7 +209,10 @@ impl Publication {
                     json(serde_json::to_string_pretty(&manifest)),
                 ),
                 ("tools.json", json(serde_json::to_string_pretty(&tools))),
-                ("workflow.mmd", crate::export::mermaid(W::GRAPH)),
+                (
+                    "workflow.mmd",
+                    crate::export::mermaid_with_forks(W::GRAPH, W::FORKS),
+                ),
             ],
             tools: super::tool_versions::tool_digests(W::GRAPH),
         }

@@ -27,6 +27,31 @@ pub struct Fork {
     pub join: u16,
 }
 
+/// What a fan-out is, for the exports: its [`Fork`], whether it is a map
+/// (`map(worker, max = N)`, its bound) or `parallel(..)`, and its join's
+/// policy.
+#[derive(Debug, Clone, Copy)]
+pub struct ForkInfo {
+    /// The fan-out's agent and edges.
+    pub fork: &'static Fork,
+    /// `Some(max)` for a map: one branch of its one receiver per item, at
+    /// most `max` items; `None` for `parallel(..)`.
+    pub map: Option<u32>,
+    /// The join's policy.
+    pub policy: JoinPolicy,
+}
+
+/// When a join goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinPolicy {
+    /// Once every branch has ended (the default).
+    All,
+    /// Once this many branches are done (`quorum = N`); the branches still
+    /// running are cancelled, their outcome `Cancelled`.
+    Quorum(u32),
+}
+
 /// One branch of a [`Fork`].
 #[derive(Debug, Clone, Copy)]
 pub struct ForkBranch {

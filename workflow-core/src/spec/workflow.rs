@@ -35,6 +35,10 @@ pub trait Workflow: Sized + Send + Sync + 'static {
     /// The static description of the workflow.
     const GRAPH: &'static Graph;
 
+    /// The workflow's fan-outs, as the manifest and the diagram show them
+    /// (none by default: a hand-written workflow lists its own).
+    const FORKS: &'static [crate::spec::ForkInfo] = &[];
+
     /// Records the transfer of the workflow input to the entry agent.
     fn start(input: Self::Input, run: &mut Runtime<'_, Self>) -> Result<Self::State, RunError>;
 

@@ -546,3 +546,80 @@ async fn a_map_under_a_quorum_keeps_list_order_and_cancels_the_slow_items() {
     assert_eq!(started.elapsed(), Duration::from_millis(20));
     assert_eq!(done.output, ["cancelled", "20 ms", "cancelled", "10 ms"]);
 }
+
+#[test]
+fn the_manifest_and_the_diagram_show_the_forks_and_joins() {
+    let manifest = serde_json::to_value(mixed::Workflow::manifest()).unwrap();
+    assert_eq!(
+        manifest["forks"],
+        serde_json::json!([
+            {
+                "from": "lead",
+                "kind": "parallel",
+                "branches": ["left", "right"],
+                "join": "judge",
+                "join_input_schema": "mixed.judge.Joined.schema.json",
+                "policy": "all"
+            },
+            {
+                "from": "dispatch",
+                "kind": "map",
+                "branches": ["worker"],
+                "max_items": 16,
+                "join": "gather",
+                "join_input_schema": "mixed.gather.Joined.schema.json",
+                "policy": "all"
+            }
+        ])
+    );
+    let manifest = serde_json::to_value(vote::Workflow::manifest()).unwrap();
+    assert_eq!(
+        manifest["forks"][0]["policy"],
+        serde_json::json!({"quorum": 2})
+    );
+    // The map's bound is the fan-out agent's post-condition, published.
+    let dispatch = &mixed::Workflow::manifest().agents[4];
+    assert_eq!(
+        dispatch.post,
+        [
+            "map(worker).len() <= 16: one turn maps at most 16 items to `worker` (`map(worker, max = 16)`, counted in MAX_HOPS); the list is never cut"
+        ]
+    );
+    let diagram = mixed::Workflow::mermaid();
+    for line in [
+        "    fork_1{{\"map max 16\"}}",
+        "    join_1{{\"join all\"}}",
+        "    agent_dispatch --> fork_1",
+        "    fork_1 -->|\"Job\"| agent_worker",
+        "    agent_worker -->|\"Done\"| join_1",
+        "    join_1 -->|\"gather::Joined\"| agent_gather",
+        "    fork_0 -->|\"HalfAsk\"| agent_left",
+        "    agent_right -->|\"Part\"| join_0",
+        "    join_0 -->|\"judge::Joined\"| agent_judge",
+    ] {
+        assert!(
+            diagram.lines().any(|l| l == line),
+            "no `{line}` in\n{diagram}"
+        );
+    }
+    // No edge of a fan-out is drawn as a plain handoff.
+    assert!(!diagram.contains("agent_dispatch -->|"), "{diagram}");
+    assert!(vote::Workflow::mermaid().contains("    join_0{{\"join quorum 2\"}}\n"));
+    // Each join's input has a schema of its own, every outcome in it.
+    let schemas = mixed::Workflow::schemas();
+    assert!(schemas.conflicts().is_empty(), "{:?}", schemas.conflicts());
+    let gather = serde_json::to_string(schemas.get("mixed.gather.Joined").unwrap()).unwrap();
+    let judge = serde_json::to_string(schemas.get("mixed.judge.Joined").unwrap()).unwrap();
+    assert!(
+        gather.contains("\"worker\"") && gather.contains("\"array\""),
+        "{gather}"
+    );
+    assert!(
+        gather.contains("cancelled") && gather.contains("Done"),
+        "{gather}"
+    );
+    assert!(
+        judge.contains("\"left\"") && judge.contains("Part"),
+        "{judge}"
+    );
+}

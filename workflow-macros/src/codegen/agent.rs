@@ -88,6 +88,9 @@ fn fork_types(wf: &Workflow, r: &Resolved, index: usize) -> (TokenStream, TokenS
             let doc = format!("What branch `{field}` ended with.");
             quote!(#[doc = #doc] pub #field: ::workflow_core::__private::Branch<super::#alias>)
         });
+        // Named for its agent: two joins' `Joined` types must not take
+        // the same schema name (their files would collide).
+        let schema_name = format!("{}.Joined", wf.agents[index].name.unraw());
         inner.extend(quote! {
             /// Every branch's outcome, one field per branch: its output,
             /// or why it has none (rejected, failed, timed out, cancelled).
@@ -97,7 +100,7 @@ fn fork_types(wf: &Workflow, r: &Resolved, index: usize) -> (TokenStream, TokenS
                 ::workflow_core::__private::schemars::JsonSchema
             )]
             #[serde(crate = "::workflow_core::__private::serde", deny_unknown_fields)]
-            #[schemars(crate = "::workflow_core::__private::schemars")]
+            #[schemars(crate = "::workflow_core::__private::schemars", rename = #schema_name)]
             pub struct Joined {
                 #(#fields),*
             }

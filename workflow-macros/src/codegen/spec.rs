@@ -79,6 +79,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let mut fork_agent_of = Vec::new();
     let mut fork_encodes = Vec::new();
     let mut fork_restores = Vec::new();
+    let mut fork_infos = Vec::new();
     for (f, fork) in r.forks.iter().enumerate() {
         let v = quote::format_ident!("__Fork{}", f);
         let stat = quote::format_ident!("__WF_FORK_{}", f);
@@ -107,6 +108,17 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             quote!(::workflow_core::__private::ForkBranch { start: #start, outcome: #outcome })
         });
         let join_edge = fork.join_edge.map_or(0, |e| (e + 1) as u16);
+        let map = match fork.map {
+            Some(max) => quote!(::workflow_core::__private::Option::Some(#max)),
+            None => quote!(::workflow_core::__private::Option::None),
+        };
+        let policy = match fork.quorum {
+            Some(q) => quote!(::workflow_core::__private::JoinPolicy::Quorum(#q)),
+            None => quote!(::workflow_core::__private::JoinPolicy::All),
+        };
+        fork_infos.push(quote! {
+            ::workflow_core::__private::ForkInfo { fork: &#stat, map: #map, policy: #policy }
+        });
         fork_statics.push(quote! {
             #[doc(hidden)]
             static #stat: ::workflow_core::__private::Fork = ::workflow_core::__private::Fork {
@@ -230,6 +242,10 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         });
     }
+    // Left to the trait's default (none) in a workflow without fan-outs.
+    let forks_const = (!fork_infos.is_empty()).then(|| {
+        quote!(const FORKS: &'static [::workflow_core::__private::ForkInfo] = &[#(#fork_infos),*];)
+    });
     let encodes = wf.agents.iter().map(|a| {
         let v = a.variant.clone();
         quote!(#state::#v(payload) => ::workflow_core::__private::encode(out, payload),)
@@ -316,6 +332,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             type Deps = #deps;
             type State = #state;
             const GRAPH: &'static ::workflow_core::__private::Graph = &#graph;
+            #forks_const
 
             fn start(
                 input: #input,
