@@ -3,13 +3,17 @@
 //! test, `tests/it/campaign.rs`):
 //!
 //! 1. **Kill loop.** A child process runs the three-agent [`relay`]
-//!    workflow (one write per turn) against an SQLite ledger and is killed
-//!    (SIGKILL) at a random moment, `kills` times.
+//!    workflow (one write per turn) and the parallel [`fanout_relay`] (a
+//!    lead, three branches at once, a join; one write per turn), one after
+//!    the other, against an SQLite ledger, and is killed (SIGKILL) at a
+//!    random moment, `kills` times: between turns, inside a turn, inside a
+//!    fan-out (some branches ended, others cut).
 //! 2. **Two resumers per run.** Every run found is resumed by two resumers
 //!    at once, each with its own connection to the file (as two processes
 //!    would be): one claims the run, the other is told who holds it (or
 //!    finds the run ended). Then every run must verify, hold exactly the
-//!    records of a run never killed (nothing lost, nothing duplicated), and
+//!    records of a run of its workflow never killed (nothing lost, nothing
+//!    duplicated, the fan-out's records in their order), and
 //!    every write must have had its effect exactly once, with no call made
 //!    twice by the resumers.
 //! 3. **Tampering.** On copies of the ledger: single-byte edits of stored
@@ -25,7 +29,61 @@ use std::time::{Duration, Instant};
 use workflow_core::RunError;
 use workflow_core::ledger::{Durability, Ledger, LedgerError, LedgerRecord, SqliteLedger};
 
+use crate::fanout_relay::fanout_relay;
 use crate::relay::{EffectLog, relay};
+
+/// The two workflows the child runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// [`relay`]: three turns one after the other.
+    Relay,
+    /// [`fanout_relay`]: a lead, three branches at once, a join.
+    Fanout,
+}
+
+impl Kind {
+    /// The workflow a run's records belong to (its entry agent).
+    fn of(records: &[LedgerRecord]) -> Kind {
+        match records.first() {
+            Some(r) if r.to.to_string() == "lead" => Kind::Fanout,
+            _ => Kind::Relay,
+        }
+    }
+
+    /// The writes a run makes (one per turn).
+    fn writes(self) -> usize {
+        match self {
+            Kind::Relay => 3,
+            Kind::Fanout => 5,
+        }
+    }
+
+    /// Resumes run `run` from `ledger` with this kind's workflow.
+    async fn resume(
+        self,
+        ledger: Arc<SqliteLedger>,
+        log: EffectLog,
+        holder: &str,
+        run: u64,
+    ) -> Option<RunError> {
+        match self {
+            Kind::Relay => relay::Workflow::new((), log)
+                .with_ledger(ledger)
+                .with_holder(holder)
+                .resume(run)
+                .await
+                .err()
+                .map(|a| a.error),
+            Kind::Fanout => fanout_relay::Workflow::new((), log)
+                .with_ledger(ledger)
+                .with_holder(holder)
+                .resume(run)
+                .await
+                .err()
+                .map(|a| a.error),
+        }
+    }
+}
 
 /// The lease of a child's runs: a killed child's run can be taken over
 /// this long after its last write.
@@ -59,6 +117,11 @@ pub struct Report {
     pub runs: usize,
     /// Runs cut before their end.
     pub cut: usize,
+    /// Runs of the parallel workflow in the ledger.
+    pub fanout_runs: usize,
+    /// Runs cut inside their fan-out (the last record a branch's start or
+    /// outcome).
+    pub cut_in_fan_out: usize,
     /// Runs whose records differ from a clean run's after resuming.
     pub lost_or_duplicated: usize,
     /// Runs that do not verify (before or after resuming).
@@ -71,7 +134,8 @@ pub struct Report {
     pub both_worked: usize,
     /// Resumes that failed for another reason.
     pub failed: Vec<String>,
-    /// Writes expected (three per run).
+    /// Writes expected (one per turn: three per relay run, five per
+    /// parallel run).
     pub writes: usize,
     /// Writes whose effect did not happen exactly once.
     pub not_exactly_once: usize,
@@ -109,6 +173,11 @@ impl std::fmt::Display for Report {
             f,
             "| runs in the ledger / cut mid-run | {} / {} |",
             self.runs, self.cut
+        )?;
+        writeln!(
+            f,
+            "| parallel runs / cut inside the fan-out | {} / {} |",
+            self.fanout_runs, self.cut_in_fan_out
         )?;
         writeln!(
             f,
@@ -162,8 +231,11 @@ impl Lcg {
     }
 }
 
-/// The child: runs the relay over and over until it is killed.
-/// Arguments: `LEDGER REQUESTS EFFECTS`.
+/// The child: runs the relay and the parallel relay, one after the other,
+/// over and over until it is killed.
+/// Arguments: `LEDGER REQUESTS EFFECTS [fanout-first]` (with
+/// `fanout-first`, the parallel relay runs first: the kill loop alternates,
+/// so that kills land in both).
 ///
 /// With `--resume LEDGER REQUESTS EFFECTS RUN DELAY_MS`: resumes run `RUN`
 /// once, each write taking `DELAY_MS`, and prints `completed`, or `claimed
@@ -174,9 +246,16 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
     {
         return resume_main(ledger, requests, effects, run, delay);
     }
-    let [ledger, requests, effects] = args else {
-        eprintln!("usage: campaign_child LEDGER REQUESTS EFFECTS");
-        return std::process::ExitCode::from(2);
+    // Which workflow runs first (a kill soon after the start lands in it).
+    let (ledger, requests, effects, order) = match args {
+        [ledger, requests, effects] => (ledger, requests, effects, [Kind::Relay, Kind::Fanout]),
+        [ledger, requests, effects, first] if first == "fanout-first" => {
+            (ledger, requests, effects, [Kind::Fanout, Kind::Relay])
+        }
+        _ => {
+            eprintln!("usage: campaign_child LEDGER REQUESTS EFFECTS [fanout-first]");
+            return std::process::ExitCode::from(2);
+        }
     };
     let ledger = match SqliteLedger::open_with(ledger, Durability::ProcessCrash) {
         Ok(ledger) => Arc::new(ledger),
@@ -185,12 +264,15 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let log = EffectLog {
+    let log = || EffectLog {
         requests: requests.into(),
         effects: effects.into(),
         delay: Duration::ZERO,
     };
-    let wf = relay::Workflow::new((), log)
+    let parallel = fanout_relay::Workflow::new((), log())
+        .with_ledger(ledger.clone())
+        .with_lease_ttl(CHILD_LEASE);
+    let wf = relay::Workflow::new((), log())
         .with_ledger(ledger)
         .with_lease_ttl(CHILD_LEASE);
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -206,9 +288,15 @@ pub fn child_main(args: &[String]) -> std::process::ExitCode {
     println!("ready");
     rt.block_on(async {
         loop {
-            if let Err(aborted) = wf.run(INPUT).await {
-                eprintln!("{aborted}");
-                return std::process::ExitCode::from(1);
+            for kind in order {
+                let ran = match kind {
+                    Kind::Relay => wf.run(INPUT).await.map(|_| ()),
+                    Kind::Fanout => parallel.run(INPUT).await.map(|_| ()),
+                };
+                if let Err(aborted) = ran {
+                    eprintln!("{aborted}");
+                    return std::process::ExitCode::from(1);
+                }
             }
         }
     })
@@ -310,12 +398,17 @@ pub fn run(config: &Config) -> Result<Report, String> {
     };
 
     // 1. The kill loop.
-    for _ in 0..config.kills {
-        let mut process = Command::new(&config.child.0)
+    for kill in 0..config.kills {
+        let mut child = Command::new(&config.child.0);
+        child
             .args(&config.child.1)
             .arg(&path)
             .arg(&requests)
-            .arg(&effects)
+            .arg(&effects);
+        if kill % 2 == 1 {
+            child.arg("fanout-first");
+        }
+        let mut process = child
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -339,22 +432,38 @@ pub fn run(config: &Config) -> Result<Report, String> {
     std::thread::sleep(CHILD_LEASE * 2);
 
     // 2. Two resumers per run, each with its own connection.
-    let clean = clean_run(&config.dir)?;
+    let clean_relay = clean_run(&config.dir, Kind::Relay)?;
+    let clean_fanout = clean_run(&config.dir, Kind::Fanout)?;
     let ledger = SqliteLedger::open(&path).map_err(|e| e.to_string())?;
     let runs = ledger.runs().map_err(|e| e.to_string())?;
     report.runs = runs.len();
     let before_resumes = lines(&requests).len();
+    let mut kinds: BTreeMap<u64, Kind> = BTreeMap::new();
     for run in &runs {
         let records = ledger.records(*run).map_err(|e| e.to_string())?;
+        let kind = Kind::of(&records);
+        let clean = match kind {
+            Kind::Relay => &clean_relay,
+            Kind::Fanout => &clean_fanout,
+        };
+        if kind == Kind::Fanout {
+            report.fanout_runs += 1;
+        }
         if !verifies(&ledger, *run)? {
             report.unverified += 1;
         }
         if records.len() < clean.len() {
             report.cut += 1;
         }
-        resume_twice(&path, &requests, &effects, *run, &mut report)?;
+        if let Some(workflow_core::Lineage::Start { .. } | workflow_core::Lineage::Outcome { .. }) =
+            records.last().and_then(|r| r.lineage.as_ref())
+        {
+            report.cut_in_fan_out += 1;
+        }
+        kinds.insert(*run, kind);
+        resume_twice(&path, &requests, &effects, *run, kind, &mut report)?;
         let records = ledger.records(*run).map_err(|e| e.to_string())?;
-        if content(&records) != clean {
+        if content(&records) != *clean {
             report.lost_or_duplicated += 1;
         }
         if !verifies(&ledger, *run)? {
@@ -376,16 +485,17 @@ pub fn run(config: &Config) -> Result<Report, String> {
     for (run, key) in lines(&effects) {
         *made.entry((run, key)).or_default() += 1;
     }
-    report.writes = 3 * runs.len();
     for run in &runs {
+        let expected = kinds.get(run).map_or(3, |k| k.writes());
+        report.writes += expected;
         let counts: Vec<usize> = made
             .iter()
             .filter(|((r, _), _)| r == run)
             .map(|(_, n)| *n)
             .collect();
         let once = counts.iter().filter(|n| **n == 1).count();
-        // Missing, made twice, or more than three.
-        report.not_exactly_once += 3usize.abs_diff(once) + (counts.len() - once);
+        // Missing, made twice, or more than expected.
+        report.not_exactly_once += expected.abs_diff(once) + (counts.len() - once);
     }
     drop(ledger);
 
@@ -401,25 +511,35 @@ pub fn run(config: &Config) -> Result<Report, String> {
     Ok(report)
 }
 
-/// The records of a run nobody killed.
-fn clean_run(dir: &Path) -> Result<Vec<String>, String> {
+/// The records of a run of `kind` nobody killed.
+fn clean_run(dir: &Path, kind: Kind) -> Result<Vec<String>, String> {
     let ledger = Arc::new(workflow_core::ledger::MemoryLedger::new());
     let log = EffectLog {
         requests: dir.join("clean-requests.log"),
         effects: dir.join("clean-effects.log"),
         delay: Duration::ZERO,
     };
-    let wf = relay::Workflow::new((), log).with_ledger(ledger.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let done = rt
-        .block_on(wf.run(INPUT))
-        .map_err(|e| format!("the clean run: {e}"))?;
-    let records = ledger
-        .records(done.transcript.run_id())
-        .map_err(|e| e.to_string())?;
+    let run_id = match kind {
+        Kind::Relay => {
+            let wf = relay::Workflow::new((), log).with_ledger(ledger.clone());
+            rt.block_on(wf.run(INPUT))
+                .map_err(|e| format!("the clean run: {e}"))?
+                .transcript
+                .run_id()
+        }
+        Kind::Fanout => {
+            let wf = fanout_relay::Workflow::new((), log).with_ledger(ledger.clone());
+            rt.block_on(wf.run(INPUT))
+                .map_err(|e| format!("the clean parallel run: {e}"))?
+                .transcript
+                .run_id()
+        }
+    };
+    let records = ledger.records(run_id).map_err(|e| e.to_string())?;
     Ok(content(&records))
 }
 
@@ -429,6 +549,7 @@ fn resume_twice(
     requests: &Path,
     effects: &Path,
     run: u64,
+    kind: Kind,
     report: &mut Report,
 ) -> Result<(), String> {
     let barrier = Arc::new(Barrier::new(2));
@@ -441,15 +562,12 @@ fn resume_twice(
         };
         std::thread::spawn(move || -> Result<Option<RunError>, String> {
             let ledger = Arc::new(SqliteLedger::open(&path).map_err(|e| e.to_string())?);
-            let wf = relay::Workflow::new((), log)
-                .with_ledger(ledger)
-                .with_holder(name);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
             barrier.wait();
-            Ok(rt.block_on(wf.resume(run)).err().map(|a| a.error))
+            Ok(rt.block_on(kind.resume(ledger, log, name, run)))
         })
     };
     let (a, b) = (resumer("resumer a"), resumer("resumer b"));

@@ -7,6 +7,7 @@ mod campaign_tamper;
 pub mod deploy_canaries;
 pub mod deploy_workflow;
 pub mod fanout_bench;
+pub mod fanout_relay;
 pub mod faults;
 pub mod hand_written;
 pub mod loop_bench;

@@ -56,7 +56,7 @@ fn append(path: &Path, line: &str) -> std::io::Result<()> {
 
 impl EffectLog {
     /// Writes `line` under the current tool call's id, once per id.
-    async fn write(&self, tool: &'static str, line: &Line) -> Result<Stored, ToolError> {
+    pub(crate) async fn write(&self, tool: &'static str, line: &Line) -> Result<Stored, ToolError> {
         tokio::time::sleep(self.delay).await;
         let key = workflow_core::tool::call_id()
             .ok_or_else(|| ToolError::new(tool, "called outside a tool call"))?

@@ -1,7 +1,9 @@
 //! A small ledger campaign (`examples::campaign`; the full one is
 //! `cargo run --release -p examples --example ledger_campaign`): kills of a
-//! three-agent workflow with a write per turn, two concurrent resumers per
-//! run, tampering with a copy of the ledger. Every check must hold.
+//! three-agent workflow and of a parallel one (three branches at once), a
+//! write per turn, two concurrent resumers per run, tampering with a copy
+//! of the ledger. Every check must hold, and some kills must have cut a
+//! fan-out.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -27,6 +29,8 @@ fn a_small_campaign_loses_nothing_repeats_no_effect_and_detects_every_tampering(
     eprintln!("{report}");
     assert!(report.passed(), "{report}");
     assert!(report.runs >= config.kills / 2, "{report}");
+    assert!(report.fanout_runs > 0, "{report}");
+    assert!(report.cut_in_fan_out > 0, "{report}");
     assert_eq!(
         report
             .tampering
