@@ -282,3 +282,175 @@ pub mod fanout3 {
         })
     }
 }
+
+/// The most branches one round of [`fanout_map`] may start.
+pub const MAX_WIDTH: usize = 64;
+
+/// The same workload with a dynamic fan-out: the dispatcher maps one ask
+/// per branch over a list of `width` items (`map(view, max = 64)`), and the
+/// join receives the views in list order.
+#[workflow(entry = begin, output = Tally)]
+pub mod fanout_map {
+    use super::*;
+
+    /// What a run of the map form is asked to do.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub struct MapJob {
+        /// Branches per round, at most [`MAX_WIDTH`].
+        pub width: u32,
+        /// Rounds, and each branch's sleep.
+        pub job: Job,
+    }
+
+    /// A round to dispatch.
+    #[handoff]
+    pub struct Round {
+        /// Dispatch one round.
+        #[operation]
+        pub op: Operation,
+        /// Under the dispatcher's authority.
+        #[authority]
+        pub scope: Scope<authority::Dispatch>,
+        /// None needed.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// None left open.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// No stop condition beyond the bound.
+        #[stop]
+        pub stop: StopWhen,
+        /// Branches per round.
+        pub width: u32,
+        /// Where the run is.
+        pub progress: Progress,
+    }
+
+    /// One item's ask.
+    #[handoff]
+    pub struct Ask {
+        /// Give a view.
+        #[operation]
+        pub op: Operation,
+        /// Under the branches' authority.
+        #[authority]
+        pub scope: Scope<authority::Look>,
+        /// None needed.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// None left open.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// No stop condition beyond the bound.
+        #[stop]
+        pub stop: StopWhen,
+        /// The item's index in the list.
+        pub index: u32,
+        /// Branches per round.
+        pub width: u32,
+        /// Where the run is.
+        pub progress: Progress,
+    }
+
+    fn round(scope: Scope<authority::Dispatch>, width: u32, progress: Progress) -> Round {
+        Round {
+            op: Operation::new("dispatch", ""),
+            scope,
+            evidence: Vec::new(),
+            open: Vec::new(),
+            stop: StopWhen::at_hop(MAX_HOPS),
+            width,
+            progress,
+        }
+    }
+
+    /// Starts the first round.
+    #[agent(owns = [Begin], to = [dispatch])]
+    #[pre(job.job.rounds > 0 && job.job.rounds <= MAX_ROUNDS, "between 1 and MAX_ROUNDS rounds")]
+    #[pre(job.width > 0 && job.width as usize <= MAX_WIDTH, "between 1 and MAX_WIDTH branches")]
+    async fn begin(job: MapJob, cx: begin::Context<'_>) -> Result<begin::Next, Reject> {
+        let scope = cx.lease(authority::Dispatch).as_long_as_mine();
+        let progress = Progress {
+            remaining: job.job.rounds,
+            done: 0,
+            views: 0,
+            sleep_ms: job.job.sleep_ms,
+        };
+        Ok(begin::Next::Dispatch(round(scope, job.width, progress)))
+    }
+
+    /// Hands one ask per item to `view`, all at once.
+    #[agent(owns = [Dispatch], to = [map(view, max = 64)])]
+    #[pre(r.progress.remaining > 0, "there is a round left to dispatch")]
+    async fn dispatch(r: Round, cx: dispatch::Context<'_>) -> Result<dispatch::Next, Reject> {
+        let asks = (0..r.width)
+            .map(|index| Ask {
+                op: Operation::new("view", ""),
+                scope: cx.lease(authority::Look).as_long_as_mine(),
+                evidence: Vec::new(),
+                open: Vec::new(),
+                stop: StopWhen::at_hop(MAX_HOPS),
+                index,
+                width: r.width,
+                progress: r.progress,
+            })
+            .collect();
+        Ok(dispatch::Next::Map(asks))
+    }
+
+    /// One item's branch.
+    #[agent(owns = [Look], to = [join])]
+    async fn view(ask: Ask, _cx: view::Context<'_>) -> Result<view::Next, Reject> {
+        let mut v = super::view(ask.index, ask.progress).await;
+        // The join reads the round's width from the views it receives.
+        v.progress.views = ask.width;
+        Ok(view::Next::Join(v))
+    }
+
+    /// Receives every view in list order, checks none is missing, then the
+    /// next round or the end.
+    #[agent(owns = [Join], join = [view: [View]], to = [dispatch(max = 1000), END])]
+    async fn join(all: join::Joined, cx: join::Context<'_>) -> Result<join::Next, Reject> {
+        let mut progress = None;
+        for (want, view) in (0..).zip(&all.view) {
+            match view {
+                Branch::Done(v) if v.branch == want && progress.is_none_or(|p| p == v.progress) => {
+                    progress = Some(v.progress)
+                }
+                other => {
+                    return Err(Reject::because(format!(
+                        "item {want} gave no view of this round: {other}"
+                    )));
+                }
+            }
+        }
+        let p = progress.ok_or_else(|| Reject::because("no item"))?;
+        let width = all.view.len() as u32;
+        if p.views != width {
+            return Err(Reject::because(format!(
+                "{width} views for a round of {} items",
+                p.views
+            )));
+        }
+        let (remaining, done) = (p.remaining - 1, p.done + 1);
+        // Views received over all rounds: `width` a round.
+        let progress = Progress {
+            remaining,
+            done,
+            views: done * width,
+            sleep_ms: p.sleep_ms,
+        };
+        Ok(if remaining == 0 {
+            join::Next::End(Tally {
+                done,
+                views: progress.views,
+            })
+        } else {
+            join::Next::Dispatch(round(
+                cx.lease(authority::Dispatch).as_long_as_mine(),
+                width,
+                progress,
+            ))
+        })
+    }
+}
