@@ -518,3 +518,47 @@ fn building_the_model_reports_nothing_the_rules_report() {
         );
     }
 }
+
+#[test]
+fn max_hops_counts_every_possible_item_of_a_map_in_every_round() {
+    let out = pretty(expand::workflow(
+        quote!(entry = dispatch, output = String),
+        quote! {
+            pub mod files {
+                use super::*;
+
+                #[handoff]
+                pub struct Job {
+                    #[contract] pub contract: Contract<authority::Work>,
+                }
+
+                #[handoff]
+                pub struct Again {
+                    #[contract] pub contract: Contract<authority::Dispatch>,
+                }
+
+                #[agent(owns = [Dispatch], to = [map(worker, max = 3)])]
+                async fn dispatch(a: Again, cx: dispatch::Context<'_>) -> Result<dispatch::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Work], to = [gather])]
+                async fn worker(job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(join = [worker: [bool]], to = [dispatch(max = 2), END])]
+                async fn gather(all: gather::Joined, cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    ));
+    let hops = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pub const MAX_HOPS: u32 = "))
+        .map(|v| v.trim_end_matches(';').to_owned());
+    // Three rounds (the first and two back to `dispatch`), each the
+    // dispatcher, three workers and the gatherer.
+    assert_eq!(hops.as_deref(), Some("15"));
+}

@@ -380,10 +380,9 @@ pub(super) fn agent(
     let map_check = map_bound(r, index).map(|(max, _)| {
         let k = plain_post.len();
         let max = max as usize;
+        // No `let` chain: the expansion is read in the user's edition.
         quote! {
-            if let #name::Next::Map(items) = out
-                && items.len() > #max
-            {
+            if ::core::matches!(out, #name::Next::Map(items) if items.len() > #max) {
                 return ::workflow_core::__private::Result::Err(
                     &<#spec as ::workflow_core::__private::Workflow>::GRAPH.agents[#index].post[#k],
                 );
