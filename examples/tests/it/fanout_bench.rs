@@ -61,3 +61,26 @@ async fn the_branches_of_a_round_sleep_at_the_same_time() {
     // overlap, 120 ms when they run one after the other.
     assert_eq!(start.elapsed(), std::time::Duration::from_millis(40));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_map_form_joins_sixteen_views_a_round_in_list_order_at_once() {
+    use examples::fanout_bench::fanout_map;
+    let wf = fanout_map::Workflow::new((), ());
+    let start = tokio::time::Instant::now();
+    let done = wf
+        .run(fanout_map::MapJob {
+            width: 16,
+            job: Job {
+                rounds: 3,
+                sleep_ms: 10,
+            },
+        })
+        .await
+        .unwrap();
+    assert_eq!((done.output.done, done.output.views), (3, 48));
+    // START -> begin -> dispatch, then per round 16 starts, 16 outcomes,
+    // the join and its handoff.
+    assert_eq!(done.transcript.len(), 2 + 3 * 34);
+    // Three rounds of sixteen 10 ms branches, each round's at once.
+    assert_eq!(start.elapsed(), std::time::Duration::from_millis(30));
+}
