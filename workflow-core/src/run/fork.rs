@@ -331,7 +331,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let mut run = self.fork(fork)?;
         run.map = true;
         run.heads = vec![0; items];
-        run.next_outcome = (self.transcript.len() as u32).saturating_add(items as u32);
+        // The first start's sequence number, as `fork` found it (a resumed
+        // fan-out's is recorded already): the outcomes follow the starts.
+        let first = run.next_outcome.saturating_sub(fork.branches.len() as u32);
+        run.next_outcome = first.saturating_add(items as u32);
         #[cfg(feature = "tracing")]
         run.span.record("workflow.branches", items);
         Ok(run)

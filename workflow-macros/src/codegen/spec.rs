@@ -149,6 +149,13 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             None => quote!(::workflow_core::__private::run_branches(#turns).await;),
         };
         if let (Some(max), Some(&b)) = (fork.map, fork.branches.first()) {
+            // Resuming inside a map: its starts alone do not say how many
+            // items the list had (a crash may have cut the starts), so the
+            // fan-out agent's turn runs again and hands each recorded start
+            // the item recorded for it (`run/fork_resume.rs`).
+            fork_restores.push(quote! {
+                #from_u16 => ::workflow_core::__private::Result::Ok(::workflow_core::__private::Option::None),
+            });
             let b = &wf.agents[b].name;
             let alias = quote::format_ident!("__wf_branch_output_{}", b.unraw());
             let run = run_bodies(quote!(&mut bodies));
