@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 /// `{"kind": "tool_call", "tool": "describe_vpcs", "turn": 3, "index": 0,
 /// "digest": "9f86…"}` or `{"kind": "record", "seq": 2, "digest": "…"}`.
 ///
-/// A branch of a join is not a variant yet: parallel branches do not exist
-/// in the executor, and a citation of one will be added with them (the
-/// enum is `#[non_exhaustive]` for that).
+/// A branch of a fan-out is cited by its outcome record (a `record`
+/// citation): what a join's evidence cites to resolve a disagreement among
+/// the branches' verdicts (`Disagreement::resolution`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]

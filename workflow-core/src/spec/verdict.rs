@@ -206,3 +206,85 @@ impl<T> VerdictOfAnything for &VerdictProbe<'_, T> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{EvidenceList, OpenQuestions, StopConditions};
+
+    fn said(branch: &'static str, verdict: &str, seq: u32) -> BranchVerdict {
+        BranchVerdict {
+            record: Some(Citation::record(seq, format!("d{seq}"))),
+            ..BranchVerdict::new(branch, verdict)
+        }
+    }
+
+    fn dissent() -> Disagreement {
+        Disagreement::among(
+            0,
+            vec![said("security", "block", 4), said("style", "approve", 5)],
+        )
+        .expect("they differ")
+    }
+
+    /// Whether a contract with these open questions and this evidence
+    /// carries the dissent.
+    fn carried(open: Vec<Uncertainty>, evidence: Vec<Evidence>) -> bool {
+        let stop = crate::spec::StopWhen::at_hop(9);
+        let view = ContractView {
+            parts: &[],
+            authority: "Merge",
+            expires: crate::spec::Expiry::Never,
+            stop: &stop as &dyn StopConditions,
+            open: &open as &dyn OpenQuestions,
+            evidence: &evidence as &dyn EvidenceList,
+            max_bytes: None,
+            max_tokens: None,
+            unbounded_stop: false,
+            uncited_evidence: false,
+            open_ended: false,
+        };
+        dissent().carried_by(Some(&view))
+    }
+
+    #[test]
+    fn agreeing_or_absent_verdicts_are_no_disagreement() {
+        assert_eq!(Disagreement::among(0, vec![]), None);
+        let same = vec![said("a", "approve", 1), said("b", "approve", 2)];
+        assert_eq!(Disagreement::among(0, same), None);
+    }
+
+    #[test]
+    fn the_question_names_every_branch_and_its_verdict() {
+        assert_eq!(
+            dissent().question(),
+            r#"the branches disagree: security says "block", style says "approve""#
+        );
+    }
+
+    #[test]
+    fn an_open_question_naming_all_or_evidence_citing_all_carries_it() {
+        let d = dissent();
+        assert!(carried(vec![d.uncertainty("a person decides")], vec![]));
+        assert!(carried(vec![], vec![d.resolution("judge", "a block wins")]));
+        // A question that leaves a branch out, evidence that leaves a
+        // record out or cites another: dropped.
+        let partial = Uncertainty::new("security says block", "?");
+        assert!(!carried(vec![partial], vec![]));
+        let mut one = d.resolution("judge", "a block wins");
+        one.cites.pop();
+        assert!(!carried(vec![], vec![one.clone()]));
+        one.cites.push(Citation::record(5, "another digest"));
+        assert!(!carried(vec![], vec![one]));
+        assert!(!carried(vec![], vec![]));
+        assert!(!d.carried_by(None));
+    }
+
+    #[test]
+    fn a_verdict_is_a_string_as_it_is_or_json_text() {
+        assert_eq!(verdict_text("block").as_deref(), Some("block"));
+        assert_eq!(verdict_text(&true).as_deref(), Some("true"));
+        assert_eq!(verdict_text(&3u8).as_deref(), Some("3"));
+        assert_eq!(verdict_text(&None::<bool>), None);
+    }
+}
