@@ -34,6 +34,7 @@ pub mod models;
 pub mod outcome;
 pub mod parallel;
 pub mod parallel_dsl;
+pub mod parallel_replay;
 pub mod parallel_resume;
 pub mod payload_limits;
 pub mod pinned_root;
