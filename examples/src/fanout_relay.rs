@@ -191,8 +191,10 @@ pub mod fanout_relay {
         }))
     }
 
-    /// Waits, writes, hands its part to the join.
-    #[agent(owns = [Right], tools = [save_right], to = [join])]
+    /// Waits, writes, hands its part to the join; within a second (a write
+    /// slower than that times the branch out: `workflow-cli`'s tests show
+    /// such a branch).
+    #[agent(owns = [Right], tools = [save_right], to = [join], timeout_ms = 1000)]
     async fn right(ask: AskRight, cx: right::Context<'_>) -> Result<right::Next, Reject> {
         tokio::time::sleep(std::time::Duration::from_millis(BRANCH_MS[2])).await;
         let stored = cx

@@ -308,15 +308,20 @@ pub(crate) fn run(
                 say(out, header);
             }
             say(out, root_line(records.first()));
-            for r in records {
-                say(out, line(&r));
+            for r in &records {
+                say(out, line(r));
+                // Where it stands in a fan-out: fork, branch, parent, the
+                // branch's outcome (the join: every branch's).
+                if let Some(branch) = crate::branches::line(r, &records) {
+                    say(out, branch);
+                }
                 // What the turn did with leases (renewals asked and their
                 // answers, revocations): always shown, like the receipt.
                 for act in r.turn.iter().flat_map(|t| &t.leases) {
                     say(out, format_args!("    lease: {act}"));
                 }
                 if tools {
-                    for call in tool_calls(&r) {
+                    for call in tool_calls(r) {
                         say(out, call);
                     }
                 }
@@ -382,11 +387,18 @@ pub(crate) fn run(
                     && x.to == y.to
                     && x.payload_type == y.payload_type
                     && same_payload(x, y)
-                    && x.receipt == y.receipt;
+                    && x.receipt == y.receipt
+                    && x.lineage == y.lineage;
                 if !same {
                     say(out, format_args!("runs differ at transition #{}:", x.seq));
                     say(out, format_args!("  {a}: {}", line(x)));
+                    if let Some(branch) = crate::branches::line(x, &ra) {
+                        say(out, format_args!("  {branch}"));
+                    }
                     say(out, format_args!("  {b}: {}", line(y)));
+                    if let Some(branch) = crate::branches::line(y, &rb) {
+                        say(out, format_args!("  {branch}"));
+                    }
                     return Ok(false);
                 }
             }

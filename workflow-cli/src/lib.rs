@@ -47,6 +47,7 @@ use workflow_core::canary::{Canaries, Canary};
 use workflow_core::ledger::LedgerRecord;
 use workflow_core::{Executor, Publication, ReplayError, ReplayReport, Workflow};
 
+mod branches;
 mod canary_command;
 mod checkpoint_commands;
 mod ledger_commands;

@@ -7,6 +7,7 @@
 pub mod fixtures;
 
 pub mod audit;
+pub mod branches;
 pub mod checkpoint;
 pub mod cli;
 pub mod hostile_payloads;

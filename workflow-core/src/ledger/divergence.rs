@@ -49,6 +49,9 @@ pub enum Difference {
     Turn,
     /// The receiver's receipt.
     Receipt,
+    /// The record's place in a fan-out (its branch, its parent, the join's
+    /// heads).
+    Lineage,
     /// The recording was made in audit mode and let this transition (or a
     /// tool call of the turn that produced it) through with failed checks:
     /// replayed under enforcement, it is stopped here. The first such
@@ -80,6 +83,7 @@ impl fmt::Display for Difference {
                 f.write_str("the turn's model calls, usage or open questions differ")
             }
             Difference::Receipt => f.write_str("the receipt differs"),
+            Difference::Lineage => f.write_str("the place in the fan-out differs"),
             Difference::Enforced { reason } => write!(
                 f,
                 "recorded in audit mode, stopped by enforcement here: {reason}"

@@ -11,7 +11,9 @@ use crate::ledger::{Difference, Divergence, FirstDivergence};
 
 /// Tool calls already recorded, served instead of calling the tools again:
 /// in a replay, every call of the run; after a crash, the calls the cut
-/// turn made before it.
+/// turn made before it. Cloned for each branch of a fan-out (whose turns
+/// have logs of their own).
+#[derive(Clone)]
 pub(crate) struct RecordedCalls {
     /// By (turn, index): the turn is the sequence number its outcome takes.
     calls: HashMap<(u32, u32), ToolCallRecord>,
@@ -21,6 +23,7 @@ pub(crate) struct RecordedCalls {
 }
 
 /// What a replay's tool calls are checked against.
+#[derive(Clone)]
 struct Replaying {
     divergence: Arc<FirstDivergence>,
     /// How many records the recording holds: a turn whose outcome would

@@ -457,6 +457,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) {
         #[cfg(feature = "tracing")]
         let (branch, start) = (turn.branch, turn.start);
+        // The calls served to the branch: its own journal (a resumed
+        // branch), or the run's (a replay serves every branch from the
+        // record, keyed by the outcome each branch's turn takes).
+        let recorded = recorded.or_else(|| self.shared.recorded.clone());
         let shared = self.branch_shared(fork, recorded);
         cx.shared = shared.clone();
         cx.turn_seq = fork.next_outcome;

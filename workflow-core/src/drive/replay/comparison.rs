@@ -56,6 +56,13 @@ fn compare(recorded: &LedgerRecord, replayed: &LedgerRecord) -> Option<Divergenc
     if (&recorded.from, &recorded.to) != (&replayed.from, &replayed.to) {
         return at(Difference::Route, route(recorded), route(replayed));
     }
+    // Compared per branch: the transfer at this place must belong to the
+    // same fan-out and branch, after the same parent (the commit order of
+    // a fan-out does not depend on which branch finished first).
+    if recorded.lineage != replayed.lineage {
+        let lineage = |r: &LedgerRecord| serde_json::to_string(&r.lineage).unwrap_or_default();
+        return at(Difference::Lineage, lineage(recorded), lineage(replayed));
+    }
     if recorded.payload_type != replayed.payload_type {
         let name = |r: &LedgerRecord| serde_json::Value::String(r.payload_type.clone()).to_string();
         return at(Difference::PayloadType, name(recorded), name(replayed));

@@ -151,11 +151,15 @@ impl<W: Workflow> Executor<W> {
 
         let transitions = records.len() as u32;
         let unfinished = comparison.unfinished;
-        let report = |divergence| ReplayReport {
+        let report = |divergence: Option<Divergence>| ReplayReport {
             workflow: first.workflow.clone(),
             run_id,
             transitions,
             unfinished,
+            branch: divergence
+                .as_ref()
+                .and_then(|d| records.get(d.seq as usize))
+                .and_then(|r| r.lineage.clone()),
             divergence,
         };
         if let Some(divergence) = first_divergence.take() {

@@ -22,6 +22,11 @@ pub struct ReplayReport {
     /// The first transition where the replay parts from the recording;
     /// `None` when it replays identically.
     pub divergence: Option<Divergence>,
+    /// Where the divergent transition stands in a fan-out, as recorded:
+    /// the branch (fan-out and index) whose turn parted from the recording,
+    /// or the join. `None` outside fan-outs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<crate::spec::Lineage>,
 }
 
 impl ReplayReport {
@@ -44,7 +49,10 @@ impl fmt::Display for ReplayReport {
                 "run {} replays identically ({} transitions)",
                 self.run_id, self.transitions
             ),
-            Some(d) => write!(f, "run {} diverges at {d}", self.run_id),
+            Some(d) => match &self.branch {
+                Some(lineage) => write!(f, "run {} diverges in the {lineage}, at {d}", self.run_id),
+                None => write!(f, "run {} diverges at {d}", self.run_id),
+            },
         }
     }
 }
