@@ -49,8 +49,8 @@ fn check(input: &syn::DeriveInput) -> syn::Result<&syn::Ident> {
         .collect();
     if let Some(unnamed) = marked.iter().find(|f| f.ident.is_none()) {
         let attr = unnamed.attrs.iter().find(|a| is_verdict(a));
-        return Err(syn::Error::new(
-            attr.map_or(unnamed.span(), Spanned::span),
+        return Err(syn::Error::new_spanned(
+            attr.map_or_else(|| quote!(#unnamed), |a| quote!(#a)),
             "`#[verdict]` marks a named field: a tuple field has no name for the record to show; give the struct named fields and mark the verdict's field `#[verdict]`",
         ));
     }
@@ -65,8 +65,8 @@ fn check(input: &syn::DeriveInput) -> syn::Result<&syn::Ident> {
         )),
         [first, second, ..] => {
             let second_attr = second.attrs.iter().find(|a| is_verdict(a));
-            let mut e = syn::Error::new(
-                second_attr.map_or(second.span(), Spanned::span),
+            let mut e = syn::Error::new_spanned(
+                second_attr.map_or_else(|| quote!(#second), |a| quote!(#a)),
                 format!(
                     "`{}` marks two fields `#[verdict]` (`{}` and `{}`): a branch concludes one verdict, which its join compares with its siblings'; keep `#[verdict]` on one field; the other is a plain field of the output",
                     input.ident,
@@ -75,8 +75,8 @@ fn check(input: &syn::DeriveInput) -> syn::Result<&syn::Ident> {
                 ),
             );
             let first_attr = first.attrs.iter().find(|a| is_verdict(a));
-            e.combine(syn::Error::new(
-                first_attr.map_or(first.span(), Spanned::span),
+            e.combine(syn::Error::new_spanned(
+                first_attr.map_or_else(|| quote!(#first), |a| quote!(#a)),
                 "the first `#[verdict]` is here",
             ));
             Err(e)
