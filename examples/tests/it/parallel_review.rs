@@ -183,3 +183,51 @@ async fn in_audit_mode_the_dropped_dissent_is_let_through_and_recorded() {
     let audit = done.transcript.summary().audit;
     assert_eq!(audit.len(), 1, "{audit:?}");
 }
+
+#[tokio::test]
+async fn a_run_resumed_at_the_join_holds_the_judge_to_the_same_disagreement() {
+    use std::sync::Arc;
+    use workflow_core::ledger::{Ledger, MemoryLedger};
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf =
+        review::Workflow::new((), Desk::new(Rules::Majority, false)).with_ledger(ledger.clone());
+    let aborted = wf.run(unsafe_change()).await.expect_err("stopped");
+    let run_id = aborted.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    // Cut right after the join's record (#7): the judge's turn runs again
+    // after the restart, on the joined views read back from the record.
+    let join = whole
+        .iter()
+        .position(|r| matches!(r.lineage, Some(Lineage::Join { .. })))
+        .expect("a join record");
+    let crashed = Arc::new(MemoryLedger::new());
+    for r in &whole[..=join] {
+        crashed.append(r).unwrap();
+    }
+    let wf =
+        review::Workflow::new((), Desk::new(Rules::Majority, false)).with_ledger(crashed.clone());
+    let resumed = wf.resume(run_id).await.expect_err("stopped again");
+    let RunError::Rejected { reason, .. } = &resumed.error else {
+        panic!("not a rejection: {}", resumed.error);
+    };
+    assert!(
+        matches!(reason, RejectReason::VerdictDropped { verdicts, .. } if verdicts.len() == 3),
+        "the resumed judge's handoff is held to the disagreement: {reason}"
+    );
+    // The resumed run's records are the uncut run's, record for record.
+    let again = crashed.records(run_id).unwrap();
+    let view = |r: &workflow_core::ledger::LedgerRecord| {
+        (
+            r.seq,
+            r.from.to_string(),
+            r.to.to_string(),
+            r.receipt.clone(),
+            r.payload.clone(),
+        )
+    };
+    assert_eq!(
+        again.iter().map(view).collect::<Vec<_>>(),
+        whole.iter().map(view).collect::<Vec<_>>()
+    );
+    assert!(wf.deps().effects.all().is_empty());
+}

@@ -656,6 +656,7 @@ impl<W: Workflow> Executor<W> {
                 }
                 let state = W::restore(agent, &payload).map_err(fail)?;
                 run.next_turn = crate::run::TurnStart::Decided;
+                run.resumed_at_join(last.seq as usize, &state);
                 state
             }
             _ => {

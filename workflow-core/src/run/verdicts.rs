@@ -27,7 +27,17 @@ impl<W: Workflow> Runtime<'_, W> {
         heads: &[u32],
         joined: &J::Input,
     ) {
-        let mut verdicts = J::verdicts(joined);
+        self.note_branch_verdicts(fork, at, heads, J::verdicts(joined));
+    }
+
+    /// [`note_verdicts`](Self::note_verdicts) with the verdicts read.
+    fn note_branch_verdicts(
+        &mut self,
+        fork: &crate::spec::Fork,
+        at: u32,
+        heads: &[u32],
+        mut verdicts: Vec<BranchVerdict>,
+    ) {
         // Each verdict's branch, by its agent's name: its place in the
         // fan-out and its outcome record (the branch's head).
         let place = |name: &str| {
@@ -54,6 +64,31 @@ impl<W: Workflow> Runtime<'_, W> {
                 });
         }
         self.joined_dissent = Disagreement::among(at, verdicts);
+    }
+
+    /// A run resumed on record `seq`, about to run the turn `state`: when
+    /// `seq` is a join's record, the disagreement among its branches'
+    /// verdicts, as the run that recorded the join noted it.
+    pub(crate) fn resumed_at_join(&mut self, seq: usize, state: &W::State) {
+        let Some(crate::spec::Lineage::Join { fork: at, heads }) =
+            self.transcript.lineage(seq).cloned()
+        else {
+            return;
+        };
+        // The fan-out: the one whose agent received record `at`.
+        let from = self
+            .transcript
+            .entries
+            .get(at as usize)
+            .and_then(|e| W::GRAPH.edges.get(e.edge as usize))
+            .map(|e| e.to);
+        let Some(info) = W::FORKS
+            .iter()
+            .find(|f| from == Some(Node::Agent(f.fork.from)))
+        else {
+            return;
+        };
+        self.note_branch_verdicts(info.fork, at, &heads, W::state_verdicts(state));
     }
 
     /// At the start of a turn: the disagreement the turn must carry

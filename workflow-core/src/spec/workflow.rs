@@ -101,6 +101,16 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         ))
     }
 
+    /// The branches' verdicts a join agent's turn in `state` received
+    /// (its agent's [`Agent::verdicts`] of its input; none for any other
+    /// turn): read when a run resumes at a join's record, so the join's
+    /// handoff is held to the disagreement as in the run that recorded it.
+    /// Generated workflows implement it; the default is none.
+    fn state_verdicts(state: &Self::State) -> Vec<crate::spec::BranchVerdict> {
+        let _ = state;
+        Vec::new()
+    }
+
     /// Writes the canonical bytes of the input that `state` carries (to
     /// record a payload a person edited at an escalation). The default says
     /// the workflow cannot; generated workflows can.

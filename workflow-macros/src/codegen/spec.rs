@@ -314,6 +314,29 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
+    // A run resumed at a join's record reads the branches' verdicts from
+    // the join agent's restored input, as the run that recorded it did.
+    let join_verdicts: Vec<_> = wf
+        .agents
+        .iter()
+        .filter(|a| a.args.join_key.is_some())
+        .map(|a| {
+            let (v, name) = (&a.variant, &a.name);
+            quote!(#state::#v(input) => <#name::Agent as ::workflow_core::__private::Agent<#spec>>::verdicts(input),)
+        })
+        .collect();
+    let state_verdicts = (!join_verdicts.is_empty()).then(|| {
+        quote! {
+            fn state_verdicts(
+                state: &#state,
+            ) -> ::workflow_core::__private::Vec<::workflow_core::__private::BranchVerdict> {
+                match state {
+                    #(#join_verdicts)*
+                    _ => ::workflow_core::__private::Vec::new(),
+                }
+            }
+        }
+    });
     let doc = format!("The definition of workflow `{wf_name}`; run it with [`Workflow`].");
     quote! {
         #[doc = #doc]
@@ -385,6 +408,7 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
 
             #restore_fork
+            #state_verdicts
 
             fn encode_state(
                 state: &#state,
