@@ -1,4 +1,5 @@
-//! The schemas of the main example are published under `examples/schemas/`;
+//! The schemas of the main example are published under `examples/schemas/`
+//! (and those of the parallel review, a workflow with a fan-out, beside them);
 //! this test fails when they drift. After an intended change, re-export with
 //! `UPDATE_SCHEMAS=1 cargo test -p examples --test it published_schemas` (or
 //! `cargo run -p examples --bin workflow_deploy -- schema export
@@ -113,4 +114,50 @@ fn tools_are_published_as_mcp_definitions_with_their_effects() {
             .contains(&"vpc_id".into())
     );
     assert_eq!(tools[0].output_schema["title"], "VpcPage");
+}
+
+/// The parallel review's set (`examples/schemas/parallel_review`): a
+/// workflow with a fan-out, whose manifest lists its fork and join, whose
+/// diagram draws them, and whose schemas include the join's input type.
+#[test]
+fn the_parallel_reviews_published_set_shows_its_fork_and_join() {
+    use examples::parallel_review::review;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/parallel_review");
+    let publication = Publication::of::<review::Spec>();
+    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).expect("the old export can be removed");
+        }
+        publication.export(&dir).expect("the files can be written");
+    }
+    if let Err(drift) = publication.check(&dir) {
+        panic!("{drift}\n(UPDATE_SCHEMAS=1 re-exports them)");
+    }
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json")).expect("the manifest is published"),
+    )
+    .expect("the manifest is JSON");
+    assert_eq!(
+        manifest,
+        serde_json::to_value(review::Workflow::manifest()).expect("serializes")
+    );
+    let forks = manifest["forks"]
+        .as_array()
+        .expect("the manifest lists its forks");
+    assert_eq!(forks.len(), 1);
+    assert_eq!(forks[0]["from"], "lead");
+    assert_eq!(forks[0]["kind"], "parallel");
+    assert_eq!(
+        forks[0]["join_input_schema"],
+        "review.judge.Joined.schema.json"
+    );
+    assert_eq!(forks[0]["join"], "judge");
+    let diagram =
+        std::fs::read_to_string(dir.join("workflow.mmd")).expect("the diagram is published");
+    assert_eq!(diagram, review::Workflow::mermaid());
+    let schemas = review::Workflow::schemas();
+    assert!(
+        schemas.iter().any(|(name, _)| name.ends_with("Joined")),
+        "the join's input type is published"
+    );
 }
