@@ -83,7 +83,9 @@ pub fn published() -> Map<String, Value> {
 
 /// Every schema published under `examples/schemas/<set>`, and its tools'.
 pub fn published_in(set: &str) -> Map<String, Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas").join(set);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(set);
     let read = |path: &Path| -> Value {
         serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("JSON")
     };
