@@ -99,7 +99,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                             r.seq
                         )));
                     }
-                    if self.transcript.entries[r.seq as usize].status.ran() {
+                    if self
+                        .transcript
+                        .entries
+                        .get(r.seq as usize)
+                        .is_some_and(|e| e.status.ran())
+                    {
                         accepted += 1;
                     }
                     starts.push((r.seq, Arc::from(r.hash.as_str())));
@@ -226,7 +231,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 fork.at()
             )));
         }
-        fork.heads[branch as usize] = start;
+        let Some(head) = fork.heads.get_mut(branch as usize) else {
+            return Err(RunError::Protocol(format!(
+                "branch {branch} of the fan-out of #{} is not one of its branches",
+                fork.at()
+            )));
+        };
+        *head = start;
         let contract = A::contract(&input);
         let scope = contract.as_ref().map(|c| (c.authority, c.expires));
         let mut turn = BranchTurn::new(branch, start, scope);
@@ -235,7 +246,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 turn.state = BranchState::Refused(reason);
                 return Ok(turn);
             }
-            _ if self.transcript.entries[start as usize].status.ran() => {}
+            _ if self
+                .transcript
+                .entries
+                .get(start as usize)
+                .is_some_and(|e| e.status.ran()) => {}
             other => {
                 return Err(RunError::Resume(format!(
                     "run {run_id}: branch {branch}'s start (#{start}) has a receipt a branch never gets: {other:?}"
@@ -294,7 +309,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         seq: u32,
     ) -> Result<Branch<O>, RunError> {
         let run_id = self.transcript.run_id;
-        fork.heads[branch as usize] = seq;
+        let Some(head) = fork.heads.get_mut(branch as usize) else {
+            return Err(RunError::Protocol(format!(
+                "branch {branch} of the fan-out of #{} is not one of its branches",
+                fork.at()
+            )));
+        };
+        *head = seq;
         // What the branch could not carry, for the join's turn.
         if let Some((_, turn)) = self.transcript.turns.iter().find(|(i, _)| *i == seq) {
             for q in &turn.unresolved {
