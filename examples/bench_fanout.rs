@@ -11,7 +11,6 @@
 //! branches overlap, WIDTH * SLEEP_MS when they are serialised.
 
 use examples::fanout_bench::{Job, MAX_WIDTH, Tally, fanout_map, fanout3};
-use workflow_core::Completed;
 
 /// One run of the form chosen: its output and record count.
 async fn run_once(
@@ -21,24 +20,17 @@ async fn run_once(
     static_wf: &fanout3::Workflow,
     map_wf: &fanout_map::Workflow,
 ) -> Result<(Tally, usize), String> {
-    let done: Result<(Tally, usize), String> = if map {
+    if map {
         let job = fanout_map::MapJob {
             width: width as u32,
             job,
         };
-        map_wf
-            .run(job)
-            .await
-            .map(|d: Completed<Tally>| (d.output, d.transcript.len()))
-            .map_err(|a| a.to_string())
+        let done = map_wf.run(job).await.map_err(|a| a.to_string())?;
+        Ok((done.output, done.transcript.len()))
     } else {
-        static_wf
-            .run(job)
-            .await
-            .map(|d: Completed<Tally>| (d.output, d.transcript.len()))
-            .map_err(|a| a.to_string())
-    };
-    done
+        let done = static_wf.run(job).await.map_err(|a| a.to_string())?;
+        Ok((done.output, done.transcript.len()))
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]

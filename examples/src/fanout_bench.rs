@@ -47,8 +47,23 @@ pub struct Progress {
     pub done: u32,
     /// Branch views the join received so far.
     pub views: u32,
+    /// Branches a round: the views the join must receive.
+    pub width: u32,
     /// How long each branch body sleeps, in milliseconds.
     pub sleep_ms: u64,
+}
+
+impl Progress {
+    /// The first round's progress.
+    fn start(job: Job, width: u32) -> Self {
+        Progress {
+            remaining: job.rounds,
+            done: 0,
+            views: 0,
+            width,
+            sleep_ms: job.sleep_ms,
+        }
+    }
 }
 
 /// What a branch hands the join: its index, a verdict, and the run's
@@ -75,14 +90,20 @@ async fn view(branch: u32, progress: Progress) -> View {
     }
 }
 
-/// The join's check: every branch is done, each with its own index, all
-/// asked under the same progress. Returns that progress.
-fn every_view(views: [&Branch<View>; 3]) -> Result<Progress, Reject> {
-    let mut progress = None;
+/// The join's check, in both forms: every branch is done, in order, each
+/// with its own index, all asked under the same progress, none missing.
+/// Returns the progress after this round: `Ok(Err(tally))` when it was the
+/// last one.
+fn join_round<'a>(
+    views: impl IntoIterator<Item = &'a Branch<View>>,
+) -> Result<Result<Progress, Tally>, Reject> {
+    let mut progress: Option<Progress> = None;
+    let mut seen = 0;
     for (want, view) in (0..).zip(views) {
         match view {
             Branch::Done(v) if v.branch == want && progress.is_none_or(|p| p == v.progress) => {
-                progress = Some(v.progress)
+                progress = Some(v.progress);
+                seen += 1;
             }
             other => {
                 return Err(Reject::because(format!(
@@ -91,7 +112,27 @@ fn every_view(views: [&Branch<View>; 3]) -> Result<Progress, Reject> {
             }
         }
     }
-    progress.ok_or_else(|| Reject::because("no branch"))
+    let p = progress.ok_or_else(|| Reject::because("no branch gave a view"))?;
+    if seen != p.width {
+        return Err(Reject::because(format!(
+            "{seen} views for a round of {} branches",
+            p.width
+        )));
+    }
+    let next = Progress {
+        remaining: p.remaining - 1,
+        done: p.done + 1,
+        views: p.views + p.width,
+        ..p
+    };
+    Ok(if next.remaining == 0 {
+        Err(Tally {
+            done: next.done,
+            views: next.views,
+        })
+    } else {
+        Ok(next)
+    })
 }
 
 #[workflow(entry = begin, output = Tally)]
@@ -202,13 +243,7 @@ pub mod fanout3 {
     #[pre(job.rounds > 0 && job.rounds <= MAX_ROUNDS, "between 1 and MAX_ROUNDS rounds")]
     async fn begin(job: Job, cx: begin::Context<'_>) -> Result<begin::Next, Reject> {
         let scope = cx.lease(authority::Dispatch).as_long_as_mine();
-        let progress = Progress {
-            remaining: job.rounds,
-            done: 0,
-            views: 0,
-            sleep_ms: job.sleep_ms,
-        };
-        Ok(begin::Next::Dispatch(round(scope, progress)))
+        Ok(begin::Next::Dispatch(round(scope, Progress::start(job, 3))))
     }
 
     /// Hands one ask to each branch, at once.
@@ -265,21 +300,14 @@ pub mod fanout3 {
     /// Receives every view, checks none is missing, then the next round or the end.
     #[agent(owns = [Join], join = [view0: View, view1: View, view2: View], to = [dispatch(max = 1000), END])]
     async fn join(views: join::Joined, cx: join::Context<'_>) -> Result<join::Next, Reject> {
-        let p = every_view([&views.view0, &views.view1, &views.view2])?;
-        let p = Progress {
-            remaining: p.remaining - 1,
-            done: p.done + 1,
-            views: p.views + 3,
-            sleep_ms: p.sleep_ms,
-        };
-        Ok(if p.remaining == 0 {
-            join::Next::End(Tally {
-                done: p.done,
-                views: p.views,
-            })
-        } else {
-            join::Next::Dispatch(round(cx.lease(authority::Dispatch).as_long_as_mine(), p))
-        })
+        Ok(
+            match join_round([&views.view0, &views.view1, &views.view2])? {
+                Err(tally) => join::Next::End(tally),
+                Ok(p) => {
+                    join::Next::Dispatch(round(cx.lease(authority::Dispatch).as_long_as_mine(), p))
+                }
+            },
+        )
     }
 }
 
@@ -320,8 +348,6 @@ pub mod fanout_map {
         /// No stop condition beyond the bound.
         #[stop]
         pub stop: StopWhen,
-        /// Branches per round.
-        pub width: u32,
         /// Where the run is.
         pub progress: Progress,
     }
@@ -346,20 +372,17 @@ pub mod fanout_map {
         pub stop: StopWhen,
         /// The item's index in the list.
         pub index: u32,
-        /// Branches per round.
-        pub width: u32,
         /// Where the run is.
         pub progress: Progress,
     }
 
-    fn round(scope: Scope<authority::Dispatch>, width: u32, progress: Progress) -> Round {
+    fn round(scope: Scope<authority::Dispatch>, progress: Progress) -> Round {
         Round {
             op: Operation::new("dispatch", ""),
             scope,
             evidence: Vec::new(),
             open: Vec::new(),
             stop: StopWhen::at_hop(MAX_HOPS),
-            width,
             progress,
         }
     }
@@ -370,20 +393,17 @@ pub mod fanout_map {
     #[pre(job.width > 0 && job.width as usize <= MAX_WIDTH, "between 1 and MAX_WIDTH branches")]
     async fn begin(job: MapJob, cx: begin::Context<'_>) -> Result<begin::Next, Reject> {
         let scope = cx.lease(authority::Dispatch).as_long_as_mine();
-        let progress = Progress {
-            remaining: job.job.rounds,
-            done: 0,
-            views: 0,
-            sleep_ms: job.job.sleep_ms,
-        };
-        Ok(begin::Next::Dispatch(round(scope, job.width, progress)))
+        Ok(begin::Next::Dispatch(round(
+            scope,
+            Progress::start(job.job, job.width),
+        )))
     }
 
     /// Hands one ask per item to `view`, all at once.
     #[agent(owns = [Dispatch], to = [map(view, max = 64)])]
     #[pre(r.progress.remaining > 0, "there is a round left to dispatch")]
     async fn dispatch(r: Round, cx: dispatch::Context<'_>) -> Result<dispatch::Next, Reject> {
-        let asks = (0..r.width)
+        let asks = (0..r.progress.width)
             .map(|index| Ask {
                 op: Operation::new("view", ""),
                 scope: cx.lease(authority::Look).as_long_as_mine(),
@@ -391,7 +411,6 @@ pub mod fanout_map {
                 open: Vec::new(),
                 stop: StopWhen::at_hop(MAX_HOPS),
                 index,
-                width: r.width,
                 progress: r.progress,
             })
             .collect();
@@ -401,56 +420,18 @@ pub mod fanout_map {
     /// One item's branch.
     #[agent(owns = [Look], to = [join])]
     async fn view(ask: Ask, _cx: view::Context<'_>) -> Result<view::Next, Reject> {
-        let mut v = super::view(ask.index, ask.progress).await;
-        // The join reads the round's width from the views it receives.
-        v.progress.views = ask.width;
-        Ok(view::Next::Join(v))
+        Ok(view::Next::Join(super::view(ask.index, ask.progress).await))
     }
 
     /// Receives every view in list order, checks none is missing, then the
     /// next round or the end.
     #[agent(owns = [Join], join = [view: [View]], to = [dispatch(max = 1000), END])]
     async fn join(all: join::Joined, cx: join::Context<'_>) -> Result<join::Next, Reject> {
-        let mut progress = None;
-        for (want, view) in (0..).zip(&all.view) {
-            match view {
-                Branch::Done(v) if v.branch == want && progress.is_none_or(|p| p == v.progress) => {
-                    progress = Some(v.progress)
-                }
-                other => {
-                    return Err(Reject::because(format!(
-                        "item {want} gave no view of this round: {other}"
-                    )));
-                }
+        Ok(match join_round(&all.view)? {
+            Err(tally) => join::Next::End(tally),
+            Ok(p) => {
+                join::Next::Dispatch(round(cx.lease(authority::Dispatch).as_long_as_mine(), p))
             }
-        }
-        let p = progress.ok_or_else(|| Reject::because("no item"))?;
-        let width = all.view.len() as u32;
-        if p.views != width {
-            return Err(Reject::because(format!(
-                "{width} views for a round of {} items",
-                p.views
-            )));
-        }
-        let (remaining, done) = (p.remaining - 1, p.done + 1);
-        // Views received over all rounds: `width` a round.
-        let progress = Progress {
-            remaining,
-            done,
-            views: done * width,
-            sleep_ms: p.sleep_ms,
-        };
-        Ok(if remaining == 0 {
-            join::Next::End(Tally {
-                done,
-                views: progress.views,
-            })
-        } else {
-            join::Next::Dispatch(round(
-                cx.lease(authority::Dispatch).as_long_as_mine(),
-                width,
-                progress,
-            ))
         })
     }
 }
