@@ -40,23 +40,20 @@ impl<W: Workflow> Runtime<'_, W> {
     ) {
         // Each verdict's branch, by its agent's name: its place in the
         // fan-out and its outcome record (the branch's head).
-        let place = |name: &str| {
-            // A map's item `k` (`worker[k]`): the fan-out's `k`th branch.
-            if let Some(k) = name
-                .strip_suffix(']')
-                .and_then(|n| n.rsplit_once('['))
-                .and_then(|(_, k)| k.parse::<usize>().ok())
-            {
+        let place = |v: &BranchVerdict| {
+            // A map's item `k`: the fan-out's `k`th branch.
+            if let Some(k) = v.item.map(usize::from) {
                 return (k < heads.len()).then_some(k);
             }
+            let name = &*v.branch;
             fork.branches.iter().zip(heads).position(|(b, _)| {
                 W::GRAPH.edges.get(b.start as usize).map(|e| e.to)
                     == Some(Node::Agent(agent_index::<W>(name)))
             })
         };
-        verdicts.sort_by_key(|v| place(&v.branch).unwrap_or(usize::MAX));
+        verdicts.sort_by_key(|v| place(v).unwrap_or(usize::MAX));
         for v in &mut verdicts {
-            v.record = place(&v.branch)
+            v.record = place(v)
                 .and_then(|i| heads.get(i).copied())
                 .and_then(|seq| {
                     let text = self.transcript.payload(seq as usize).ok()?;

@@ -54,6 +54,11 @@ pub struct BranchVerdict {
     /// evidence cites.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<Citation>,
+    /// A map's item: the branch's place in its fan-out (its name alone,
+    /// the mapped agent's, is every item's). Not part of the record: the
+    /// run places the verdict by it, then cites the item's outcome.
+    #[serde(skip)]
+    pub(crate) item: Option<u16>,
 }
 
 impl BranchVerdict {
@@ -63,6 +68,16 @@ impl BranchVerdict {
             branch: branch.into(),
             verdict: verdict.into(),
             record: None,
+            item: None,
+        }
+    }
+
+    /// The verdict `verdict` of item `item` of a map over agent `agent`
+    /// (the branch is named `agent[item]`).
+    pub fn of_item(agent: &str, item: u16, verdict: impl Into<String>) -> Self {
+        BranchVerdict {
+            item: Some(item),
+            ..BranchVerdict::new(format!("{agent}[{item}]"), verdict)
         }
     }
 }

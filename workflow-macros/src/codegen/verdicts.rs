@@ -25,8 +25,9 @@ pub(crate) fn join_verdicts(a: &Agent) -> Option<TokenStream> {
                         if let ::workflow_core::__private::Option::Some(verdict) =
                             (&::workflow_core::__private::VerdictProbe(value)).verdict_of()
                         {
-                            out.push(::workflow_core::__private::BranchVerdict::new(
-                                ::workflow_core::__private::format!("{}[{}]", #name, k),
+                            out.push(::workflow_core::__private::BranchVerdict::of_item(
+                                #name,
+                                k as u16,
                                 verdict,
                             ));
                         }
