@@ -250,6 +250,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// worked on, lent its scope, and checked against what it received.
     #[doc(hidden)] // for generated fork turns and hand-written workflows
     pub fn fork(&mut self, fork: &'static Fork) -> Result<ForkRun, RunError> {
+        self.open_fork(fork, fork.branches.len(), false)
+    }
+
+    /// Opens fan-out `fork` with `branches` branches (`map`: one per item of
+    /// a map, all taking the fork's one branch's edges).
+    fn open_fork(
+        &mut self,
+        fork: &'static Fork,
+        branches: usize,
+        map: bool,
+    ) -> Result<ForkRun, RunError> {
         let at = self.turn_input as u32;
         let worked_on = self
             .transcript
@@ -263,7 +274,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(fork.from)
             )));
         }
-        let branches = fork.branches.len();
         let first = self.transcript.len() as u32;
         #[cfg(feature = "tracing")]
         let span = {
@@ -303,7 +313,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             heads: vec![0; branches],
             next_outcome: first.saturating_add(branches as u32),
             carried: Vec::new(),
-            map: false,
+            map,
             resume,
             #[cfg(feature = "tracing")]
             span,
@@ -328,16 +338,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(fork.from)
             )));
         }
-        let mut run = self.fork(fork)?;
-        run.map = true;
-        run.heads = vec![0; items];
-        // The first start's sequence number, as `fork` found it (a resumed
-        // fan-out's is recorded already): the outcomes follow the starts.
-        let first = run.next_outcome.saturating_sub(fork.branches.len() as u32);
-        run.next_outcome = first.saturating_add(items as u32);
-        #[cfg(feature = "tracing")]
-        run.span.record("workflow.branches", items);
-        Ok(run)
+        self.open_fork(fork, items, true)
     }
 
     /// Records the transfer of `input` to branch `branch`'s agent `A` and
