@@ -10,11 +10,15 @@ use std::path::Path;
 use examples::deploy_workflow::deploy;
 use workflow_core::Publication;
 
-#[test]
-fn published_schemas_have_not_drifted() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/deploy");
-    // What `workflow_deploy schema export` writes and `schema check` checks.
-    let publication = Publication::of::<deploy::Spec>();
+/// The published set of workflow `W` in `examples/schemas/<set>`, checked
+/// for drift (re-exported first under `UPDATE_SCHEMAS=1`): what `schema
+/// export` writes and `schema check` checks. Returns the folder and the
+/// published manifest.
+fn checked_set<W: workflow_core::Workflow>(set: &str) -> (std::path::PathBuf, serde_json::Value) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(set);
+    let publication = Publication::of::<W>();
     if std::env::var_os("UPDATE_SCHEMAS").is_some() {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).expect("the old export can be removed");
@@ -24,10 +28,16 @@ fn published_schemas_have_not_drifted() {
     if let Err(drift) = publication.check(&dir) {
         panic!("{drift}\n(UPDATE_SCHEMAS=1 re-exports them)");
     }
-    let published: serde_json::Value = serde_json::from_str(
+    let manifest = serde_json::from_str(
         &std::fs::read_to_string(dir.join("manifest.json")).expect("the manifest is published"),
     )
     .expect("the manifest is JSON");
+    (dir, manifest)
+}
+
+#[test]
+fn published_schemas_have_not_drifted() {
+    let (dir, published) = checked_set::<deploy::Spec>("deploy");
     assert_eq!(
         published,
         serde_json::to_value(deploy::Workflow::manifest()).expect("serializes"),
@@ -122,21 +132,7 @@ fn tools_are_published_as_mcp_definitions_with_their_effects() {
 #[test]
 fn the_parallel_reviews_published_set_shows_its_fork_and_join() {
     use examples::parallel_review::review;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/parallel_review");
-    let publication = Publication::of::<review::Spec>();
-    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).expect("the old export can be removed");
-        }
-        publication.export(&dir).expect("the files can be written");
-    }
-    if let Err(drift) = publication.check(&dir) {
-        panic!("{drift}\n(UPDATE_SCHEMAS=1 re-exports them)");
-    }
-    let manifest: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("manifest.json")).expect("the manifest is published"),
-    )
-    .expect("the manifest is JSON");
+    let (dir, manifest) = checked_set::<review::Spec>("parallel_review");
     assert_eq!(
         manifest,
         serde_json::to_value(review::Workflow::manifest()).expect("serializes")
