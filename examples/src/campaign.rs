@@ -455,8 +455,11 @@ pub fn run(config: &Config) -> Result<Report, String> {
         if records.len() < clean.len() {
             report.cut += 1;
         }
-        if let Some(workflow_core::Lineage::Start { .. } | workflow_core::Lineage::Outcome { .. }) =
-            records.last().and_then(|r| r.lineage.as_ref())
+        if let Some(
+            workflow_core::Lineage::Start { .. }
+            | workflow_core::Lineage::Step { .. }
+            | workflow_core::Lineage::Outcome { .. },
+        ) = records.last().and_then(|r| r.lineage.as_ref())
         {
             report.cut_in_fan_out += 1;
         }

@@ -15,7 +15,7 @@ use workflow_core::ledger::LedgerRecord;
 fn outcome(head: &LedgerRecord) -> &'static str {
     match (&head.lineage, &head.receipt) {
         (_, Receipt::Rejected { .. }) => "rejected",
-        (Some(Lineage::Start { .. }), _) => "started, no outcome recorded",
+        (Some(Lineage::Start { .. } | Lineage::Step { .. }), _) => "started, no outcome recorded",
         (_, Receipt::TurnFailed { error }) if error.contains("` timed out after ") => "timed_out",
         (_, Receipt::TurnFailed { error }) if error.starts_with("the run's deadline of ") => {
             "cancelled"
@@ -35,6 +35,16 @@ pub(crate) fn line(r: &LedgerRecord, records: &[LedgerRecord]) -> Option<String>
                 "    fork #{fork} branch {branch} (parent #{fork}): start, refused: outcome rejected"
             ),
             _ => format!("    fork #{fork} branch {branch} (parent #{fork}): start"),
+        },
+        Lineage::Step {
+            fork,
+            branch,
+            parent,
+        } => match &r.receipt {
+            Receipt::Rejected { .. } => format!(
+                "    fork #{fork} branch {branch} (parent #{parent}): step, refused: outcome rejected"
+            ),
+            _ => format!("    fork #{fork} branch {branch} (parent #{parent}): step"),
         },
         Lineage::Outcome {
             fork,

@@ -496,7 +496,9 @@ impl<W: Workflow> Executor<W> {
         // join's not): the branches that ended are kept, the cut ones run
         // again (`run/fork_resume.rs`).
         if let Some(
-            lineage @ (crate::spec::Lineage::Start { .. } | crate::spec::Lineage::Outcome { .. }),
+            lineage @ (crate::spec::Lineage::Start { .. }
+            | crate::spec::Lineage::Step { .. }
+            | crate::spec::Lineage::Outcome { .. }),
         ) = &last.lineage
         {
             if decision.is_some() {

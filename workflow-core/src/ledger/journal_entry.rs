@@ -142,9 +142,10 @@ pub fn verify_journal(
             .get(turn_seq as usize)
             .and_then(|r| r.lineage.as_ref())
         {
-            Some(crate::spec::Lineage::Outcome { parent, .. }) => {
-                records.get(*parent as usize).unwrap_or(record)
-            }
+            Some(
+                crate::spec::Lineage::Step { parent, .. }
+                | crate::spec::Lineage::Outcome { parent, .. },
+            ) => records.get(*parent as usize).unwrap_or(record),
             _ => record,
         };
         let checked = check_turn_journal(run_id, turn_seq, &worked_on.hash, &entries);
@@ -193,28 +194,38 @@ pub fn verify_journal(
     Ok(Ok(()))
 }
 
-/// The starts of the branches of a fan-out the records were cut inside
-/// (their last record is a branch's start or outcome) that have no outcome
-/// recorded: the records those branches' turns worked on.
+/// The records the cut turns of the fan-out the records were cut inside
+/// worked on (their last record is a branch's start, step or outcome): each
+/// branch's start or step accepted that no later record of its branch
+/// follows.
 fn cut_branches(records: &[LedgerRecord]) -> Vec<&LedgerRecord> {
     use crate::spec::Lineage;
     let fork = match records.last().and_then(|r| r.lineage.as_ref()) {
-        Some(l @ (Lineage::Start { .. } | Lineage::Outcome { .. })) => l.fork(),
+        Some(l @ (Lineage::Start { .. } | Lineage::Step { .. } | Lineage::Outcome { .. })) => {
+            l.fork()
+        }
         _ => return Vec::new(),
     };
-    let settled: Vec<u16> = records
+    let followed: Vec<u32> = records
         .iter()
         .filter_map(|r| match &r.lineage {
-            Some(Lineage::Outcome {
-                fork: f, branch, ..
-            }) if *f == fork => Some(*branch),
+            Some(
+                Lineage::Step {
+                    fork: f, parent, ..
+                }
+                | Lineage::Outcome {
+                    fork: f, parent, ..
+                },
+            ) if *f == fork => Some(*parent),
             _ => None,
         })
         .collect();
     records
         .iter()
         .filter(|r| {
-            matches!(&r.lineage, Some(Lineage::Start { fork: f, branch }) if *f == fork && !settled.contains(branch))
+            matches!(&r.lineage, Some(Lineage::Start { fork: f, .. } | Lineage::Step { fork: f, .. }) if *f == fork)
+                && !matches!(r.receipt, crate::spec::Receipt::Rejected { .. })
+                && !followed.contains(&r.seq)
         })
         .collect()
 }

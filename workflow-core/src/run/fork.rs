@@ -18,6 +18,7 @@
 //! Records are committed in that order whatever order the bodies finish
 //! in: the chain stays linear and a replay compares like with like.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -48,8 +49,13 @@ pub struct ForkRun {
     pool: Arc<std::sync::Mutex<Usage>>,
     /// Each branch's last record so far.
     pub(super) heads: Vec<u32>,
-    /// The sequence number the next accepted branch's outcome will take.
+    /// The sequence number the next accepted branch turn's record will
+    /// take (its journal's key).
     pub(super) next_outcome: u32,
+    /// Where the records of the round of turns being settled next begin:
+    /// branches of several turns run in rounds, one turn per branch at a
+    /// time ([`Runtime::settling`]).
+    pub(super) round_base: u32,
     /// What the branches left open, for the join's turn.
     pub(super) carried: Vec<String>,
     /// A map (`map(worker, max = N)`): every branch takes the fork's one
@@ -81,12 +87,14 @@ impl ForkRun {
 
 /// One branch of a fan-out, from its receipt to what it ended with.
 pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
-    branch: u16,
-    /// The branch's transfer (its start record).
-    start: u32,
+    pub(super) branch: u16,
+    /// The transfer this turn works on: the branch's start, or a step.
+    pub(super) start: u32,
+    /// Which of the branch's turns this is (0: the first).
+    pub(super) depth: u16,
     pub(super) state: BranchState<'x, W, A>,
     /// The scope the branch works under.
-    scope: Option<(&'static str, Expiry)>,
+    pub(super) scope: Option<(&'static str, Expiry)>,
     /// The questions the branch received.
     pub(super) open: Vec<String>,
     /// The branch's own turn log, its budget pooled with its siblings'.
@@ -122,6 +130,7 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
         BranchTurn {
             branch,
             start,
+            depth: 0,
             state: BranchState::Running,
             scope,
             open: Vec::new(),
@@ -137,6 +146,42 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
     }
 }
 
+/// What a branch turn ended with, from [`Runtime::finish`].
+pub enum Finished<N> {
+    /// Its body returned `N` in time and passed its checks: the caller
+    /// hands it on, to the join ([`Runtime::hand_to_join`]) or to the
+    /// branch's next agent ([`Runtime::step`]).
+    Ran(N, Handing),
+    /// It ended without handing anything on (refused at its receipt,
+    /// failed, timed out, cancelled), recorded: the branch's outcome.
+    Ended(Branch<Infallible>),
+    /// A resumed fan-out: what this turn handed on is recorded, read back
+    /// instead of running the body again.
+    Recorded {
+        /// The branch.
+        branch: u16,
+        /// Which of the branch's turns it was (0: the first).
+        depth: u16,
+        /// The record of what it handed on.
+        seq: u32,
+        /// The edge that record took: to the join, or to the branch's next
+        /// agent.
+        edge: u16,
+    },
+}
+
+/// What a branch turn that ran hands on with its output: where it stands
+/// in its branch, the questions it received, its turn's record.
+pub struct Handing {
+    branch: u16,
+    /// The record the turn worked on.
+    start: u32,
+    depth: u16,
+    agent: &'static str,
+    open: Vec<String>,
+    record: Option<TurnRecord>,
+}
+
 /// A branch whose body [`run_branches`] can run.
 pub trait BranchBody: Send {
     /// The body's future, once: `None` for a branch refused at its receipt
@@ -148,9 +193,17 @@ pub trait BranchBody: Send {
     /// cancelled, for `reason` (a branch that ran, or never ran, is left
     /// as it is).
     fn cancel(&mut self, reason: &str);
+
+    /// Whether settling the branch writes (or, resumed, reads back) a
+    /// record: its receipt accepted it.
+    fn writes(&self) -> bool;
 }
 
 impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
+    fn writes(&self) -> bool {
+        self.accepted()
+    }
+
     fn cancel(&mut self, reason: &str) {
         if matches!(self.state, BranchState::Running) {
             self.state = BranchState::Cancelled(reason.to_owned());
@@ -312,6 +365,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             pool: Arc::default(),
             heads: vec![0; branches],
             next_outcome: first.saturating_add(branches as u32),
+            round_base: first.saturating_add(branches as u32),
             carried: Vec::new(),
             map,
             resume,
@@ -380,12 +434,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(recorded) = recorded {
             return self.branch_recorded::<A>(fork, branch, input, recorded);
         }
-        let contract = A::contract(&input);
         // Every branch is lent the fan-out agent's scope, as if it were the
         // only receiver: the transfer records it as its sender's scope.
         self.turn_scope = fork.scope;
         let refused = self.record(edge, info, &input, Status::Pending)?;
-        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
         let start = (self.transcript.len() - 1) as u32;
         self.transcript.lineage.push((
             start,
@@ -397,17 +449,36 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(head) = fork.heads.get_mut(branch as usize) {
             *head = start;
         }
-        let mut turn = BranchTurn::new(branch, start, self.turn_scope);
+        let mut turn = BranchTurn::new(branch, start, None);
         // The sender's checks: a payload the encoder refused, a question
         // the fan-out agent received and this branch's handoff dropped.
         self.open.clone_from(&fork.open);
+        self.receive_in_branch(fork, &mut turn, input, refused.into_iter().collect())?;
+        Ok(turn)
+    }
+
+    /// The receipt of a branch's transfer just recorded (at `turn.start`):
+    /// the sender's checks (`sender`, then a question received, in
+    /// `self.open`, that `input` drops), the receiver's, its
+    /// pre-conditions; a refusal is recorded and becomes the turn's state,
+    /// an accepted turn's body is readied.
+    fn receive_in_branch<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+        input: A::Input,
+        sender: Vec<RejectReason>,
+    ) -> Result<(), RunError> {
+        let contract = A::contract(&input);
+        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        turn.scope = self.turn_scope;
         let dropped = self
             .dropped_question(contract.as_ref())
             .map(|question| RejectReason::UncertaintyDropped { question });
-        for reason in refused.into_iter().chain(dropped) {
+        for reason in sender.into_iter().chain(dropped) {
             if let Some(refusal) = self.branch_verdict(reason)? {
                 turn.state = BranchState::Refused(refusal);
-                return Ok(turn);
+                return Ok(());
             }
         }
         // The receiver's checks.
@@ -421,7 +492,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         for reason in reasons {
             if let Some(refusal) = self.branch_verdict(reason)? {
                 turn.state = BranchState::Refused(refusal);
-                return Ok(turn);
+                return Ok(());
             }
         }
         let cx = self.context::<A>(self.turn_scope);
@@ -429,17 +500,99 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             && let Some(refusal) = self.branch_verdict(reason)?
         {
             turn.state = BranchState::Refused(refusal);
-            return Ok(turn);
+            return Ok(());
         }
         self.accept_last();
         self.commit_last()?;
         self.receipt_decided();
-        self.turn_input = start as usize;
+        self.turn_input = turn.start as usize;
         self.progress::<A>();
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
         let anchor = self.prev_hash.clone();
-        self.start_body(fork, &mut turn, input, cx, anchor, None);
+        self.start_body(fork, turn, input, cx, anchor, None);
+        Ok(())
+    }
+
+    /// Starts the next round of a fan-out whose branches take more than one
+    /// turn: `writing` turns (those [`BranchBody::writes`]) are settled
+    /// next, in branch order, each writing one record (or, resumed, reading
+    /// it back). The turns their steps start take the records after those.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn settling(&mut self, fork: &mut ForkRun, writing: usize) {
+        let base = fork.round_base;
+        let next = base.saturating_add(writing as u32);
+        fork.round_base = next;
+        fork.next_outcome = next;
+    }
+
+    /// Records what a branch turn handed on (`handing`, from
+    /// [`finish`](Self::finish)) to its branch's next agent `B` over
+    /// `edge`: a step of the branch (its lineage [`Lineage::Step`]), with
+    /// the checks of any handoff (a loop bound, a dropped question) and
+    /// `B`'s receipt. A refusal ends the branch ([`Branch::Rejected`], from
+    /// [`finish`](Self::finish) on the returned turn); an accepted turn's
+    /// body runs in the next round (call [`settling`](Self::settling) before
+    /// each round's settles).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn step<B: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        handing: Handing,
+        edge: u16,
+        input: B::Input,
+    ) -> Result<BranchTurn<'x, W, B>, RunError>
+    where
+        B::Input: Serialize,
+    {
+        let Handing {
+            branch,
+            start,
+            depth,
+            open,
+            record,
+            ..
+        } = handing;
+        let info = self.edge(edge, Node::End, false)?;
+        if info.to != Node::Agent(B::INDEX) {
+            return Err(RunError::Protocol(format!(
+                "edge {edge} does not lead to agent `{}`",
+                agent_name::<W>(B::INDEX)
+            )));
+        }
+        // The sender's scope (set by `finish`) is recorded with the transfer.
+        let at = self.transcript.len() as u32;
+        let refused = self.record(edge, info, &input, Status::Pending)?;
+        self.transcript.lineage.push((
+            at,
+            Lineage::Step {
+                fork: fork.at,
+                branch,
+                parent: start,
+            },
+        ));
+        if let Some(head) = fork.heads.get_mut(branch as usize) {
+            *head = at;
+        }
+        self.keep_turn(at, record);
+        let mut sender: Vec<RejectReason> = refused.into_iter().collect();
+        if let Some(bound) = info.bound {
+            let uses = self
+                .shared
+                .edge_uses
+                .get(edge as usize)
+                .map_or(u32::MAX, |u| {
+                    u.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        .saturating_add(1)
+                });
+            if uses > bound {
+                sender.push(RejectReason::LoopBound { bound });
+            }
+        }
+        let mut turn = BranchTurn::new(branch, at, None);
+        turn.depth = depth.saturating_add(1);
+        self.open = open;
+        self.receive_in_branch(fork, &mut turn, input, sender)?;
         Ok(turn)
     }
 
@@ -577,9 +730,40 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         output: impl FnOnce(A::Next) -> O,
         contract: fn(&O) -> Option<ContractView<'_>>,
     ) -> Result<Branch<O>, RunError> {
+        match self.finish(fork, turn)? {
+            Finished::Ran(next, handing) => {
+                let Some(edge) = fork.edges(handing.branch).map(|b| b.outcome) else {
+                    return Err(RunError::Protocol(format!(
+                        "fan-out of agent `{}` has no branch {}",
+                        agent_name::<W>(fork.fork.from),
+                        handing.branch
+                    )));
+                };
+                self.hand_to_join(fork, handing, edge, output(next), contract)
+            }
+            Finished::Ended(ended) => Ok(ended.retyped()),
+            Finished::Recorded { branch, seq, .. } => {
+                self.settle_recorded::<A, O>(fork, branch, seq)
+            }
+        }
+    }
+
+    /// Ends branch `turn`: what its body returned, checked as a turn's
+    /// output is ([`Finished::Ran`], for the caller to hand on to the join
+    /// or to the branch's next agent), or why it ended without handing
+    /// anything on, recorded ([`Finished::Ended`]), or, in a resumed
+    /// fan-out, the record of what it handed on ([`Finished::Recorded`]).
+    /// An error only when the run cannot go on (its ledger failed).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn finish<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: BranchTurn<'x, W, A>,
+    ) -> Result<Finished<A::Next>, RunError> {
         let BranchTurn {
             branch,
             start,
+            depth,
             state,
             scope,
             open,
@@ -587,9 +771,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             ..
         } = turn;
         let ran = match state {
-            BranchState::Refused(reason) => return Ok(Branch::Rejected { reason }),
+            BranchState::Refused(reason) => {
+                return Ok(Finished::Ended(Branch::Rejected { reason }));
+            }
             BranchState::Recorded(seq) => {
-                return self.settle_recorded::<A, O>(fork, branch, seq);
+                let Some(entry) = self.transcript.entries.get(seq as usize) else {
+                    return Err(RunError::Protocol(format!(
+                        "branch {branch}'s record #{seq} is not in the transcript"
+                    )));
+                };
+                let edge = entry.edge;
+                return Ok(Finished::Recorded {
+                    branch,
+                    depth,
+                    seq,
+                    edge,
+                });
             }
             BranchState::Ran(ran) => Ok(ran),
             BranchState::Cancelled(reason) => Err(reason),
@@ -603,7 +800,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let Some(shared) = shared else {
             return Err(RunError::Protocol("an accepted branch has no log".into()));
         };
-        let agent = agent_name::<W>(A::INDEX);
         self.turn_input = start as usize;
         self.turn_scope = scope;
         // The branch's lease acts go into its turn's record, and what it
@@ -621,7 +817,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         } else {
             Vec::new()
         };
-        let (mut record, failure) = crate::run::runtime::take_turn::<W, A>(
+        let (record, failure) = crate::run::runtime::take_turn::<W, A>(
             &shared,
             start as usize,
             &mut self.spent,
@@ -641,54 +837,93 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 if let Some(head) = fork.heads.get_mut(branch as usize) {
                     *head = (self.transcript.len() - 1) as u32;
                 }
-                return Ok(Branch::Cancelled { reason });
+                return Ok(Finished::Ended(Branch::Cancelled { reason }));
             }
         };
         let failed = |error: RunError| Branch::Failed {
             error: error.to_string(),
         };
-        let ended: Result<A::Next, (Branch<O>, RunError)> = if let Some((error, then)) = failure {
-            // Under `escalate` too: nobody can be waited for inside a
-            // fan-out, so the branch fails with the tool's error.
-            let _: Then = then;
-            let error = RunError::ToolFailed { agent, error };
-            Err((failed(error.clone()), error))
-        } else {
-            match ran {
-                None => {
-                    let error = self.branch_timeout::<A>();
-                    let outcome = match &error {
-                        RunError::Timeout { after_ms, .. } => Branch::TimedOut {
-                            after_ms: *after_ms,
-                        },
-                        other => Branch::Cancelled {
-                            reason: other.to_string(),
-                        },
-                    };
-                    Err((outcome, error))
+        let ended: Result<A::Next, (Branch<Infallible>, RunError)> =
+            if let Some((error, then)) = failure {
+                // Under `escalate` too: nobody can be waited for inside a
+                // fan-out, so the branch fails with the tool's error.
+                let _: Then = then;
+                let agent = agent_name::<W>(A::INDEX);
+                let error = RunError::ToolFailed { agent, error };
+                Err((failed(error.clone()), error))
+            } else {
+                match ran {
+                    None => {
+                        let error = self.branch_timeout::<A>();
+                        let outcome = match &error {
+                            RunError::Timeout { after_ms, .. } => Branch::TimedOut {
+                                after_ms: *after_ms,
+                            },
+                            other => Branch::Cancelled {
+                                reason: other.to_string(),
+                            },
+                        };
+                        Err((outcome, error))
+                    }
+                    Some(result) => self.branch_result::<A, Infallible>(result, &shared),
                 }
-                Some(result) => self.branch_result::<A, O>(result, &shared),
-            }
-        };
-        let next = match ended {
-            Ok(next) => next,
+            };
+        match ended {
+            Ok(next) => Ok(Finished::Ran(
+                next,
+                Handing {
+                    branch,
+                    start,
+                    depth,
+                    agent: agent_name::<W>(A::INDEX),
+                    open,
+                    record,
+                },
+            )),
             Err((outcome, error)) => {
                 self.settle_failed(start, record, parent, &error.to_string())?;
                 if let Some(head) = fork.heads.get_mut(branch as usize) {
                     *head = (self.transcript.len() - 1) as u32;
                 }
-                return Ok(outcome);
+                Ok(Finished::Ended(outcome))
             }
-        };
-        // The output, handed to the join over the branch's outcome edge.
-        let value = output(next);
-        let Some(edge) = fork.edges(branch).map(|b| b.outcome) else {
-            return Err(RunError::Protocol(format!(
-                "fan-out of agent `{}` has no branch {branch}",
-                agent_name::<W>(fork.fork.from)
-            )));
+        }
+    }
+
+    /// Records what a branch's last turn handed on (`handing`, from
+    /// [`finish`](Self::finish)): `value` to the join over `edge`, the
+    /// branch's outcome, returned typed. The transfer-wide checks and the
+    /// uncertainty rule apply to it as to any transfer; a refusal is the
+    /// branch's outcome ([`Branch::Rejected`]).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn hand_to_join<O: Serialize>(
+        &mut self,
+        fork: &mut ForkRun,
+        handing: Handing,
+        edge: u16,
+        value: O,
+        contract: fn(&O) -> Option<ContractView<'_>>,
+    ) -> Result<Branch<O>, RunError> {
+        let Handing {
+            branch,
+            start,
+            agent,
+            open,
+            mut record,
+            ..
+        } = handing;
+        let parent = Lineage::Outcome {
+            fork: fork.at,
+            branch,
+            parent: start,
         };
         let info = self.edge(edge, Node::End, false)?;
+        if W::GRAPH.edges.get(fork.fork.join as usize).map(|e| e.to) != Some(info.to) {
+            return Err(RunError::Protocol(format!(
+                "edge {edge} does not lead to the join of the fan-out of `{}`",
+                agent_name::<W>(fork.fork.from)
+            )));
+        }
         let at = self.transcript.len() as u32;
         let refused = self.record(edge, info, &value, Status::Pending)?;
         self.transcript.lineage.push((at, parent));

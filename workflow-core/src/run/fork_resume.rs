@@ -43,8 +43,9 @@ pub(crate) struct ForkResume {
     /// By branch index: the start record's sequence number and hash, for
     /// the starts recorded (a prefix of the branches).
     pub(super) starts: Vec<(u32, Arc<str>)>,
-    /// By branch index: the outcome record, when it is recorded.
-    pub(super) outcomes: Vec<Option<u32>>,
+    /// By branch index: the records the branch's turns handed on, in
+    /// order (its steps, then its outcome), with their hashes.
+    pub(super) chain: Vec<Vec<(u32, Arc<str>)>>,
     /// When the fan-out agent's turn runs again: what the run had spent
     /// with its recorded turn, restored when the fan-out opens (the turn
     /// run again is not counted twice, nor its record kept twice).
@@ -88,40 +89,62 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             )));
         };
         let mut starts: Vec<(u32, Arc<str>)> = Vec::new();
-        let mut outcomes: Vec<Option<u32>> = Vec::new();
+        let mut chain: Vec<Vec<(u32, Arc<str>)>> = Vec::new();
+        let mut ended: Vec<bool> = Vec::new();
         let mut accepted = 0u32;
+        let ran = |seq: u32| {
+            self.transcript
+                .entries
+                .get(seq as usize)
+                .is_some_and(|e| e.status.ran())
+        };
         for r in records {
             match &r.lineage {
                 Some(Lineage::Start { fork, branch }) if *fork == at => {
-                    if usize::from(*branch) != starts.len() || !outcomes.is_empty() {
+                    if usize::from(*branch) != starts.len() || !chain.is_empty() {
                         return Err(refuse(format!(
                             "record #{} starts branch {branch} of the fan-out of #{at} out of order",
                             r.seq
                         )));
                     }
-                    if self
-                        .transcript
-                        .entries
-                        .get(r.seq as usize)
-                        .is_some_and(|e| e.status.ran())
-                    {
-                        accepted += 1;
-                    }
+                    accepted += u32::from(ran(r.seq));
                     starts.push((r.seq, Arc::from(r.hash.as_str())));
                 }
-                Some(Lineage::Outcome { fork, branch, .. }) if *fork == at => {
-                    if outcomes.is_empty() {
-                        outcomes = vec![None; starts.len()];
+                Some(
+                    lineage @ (Lineage::Step {
+                        fork,
+                        branch,
+                        parent,
                     }
-                    match outcomes.get_mut(usize::from(*branch)) {
-                        Some(slot @ None) => *slot = Some(r.seq),
-                        _ => {
-                            return Err(refuse(format!(
-                                "record #{} is a second or unknown outcome of branch {branch} of the fan-out of #{at}",
-                                r.seq
-                            )));
-                        }
+                    | Lineage::Outcome {
+                        fork,
+                        branch,
+                        parent,
+                    }),
+                ) if *fork == at => {
+                    if chain.is_empty() {
+                        chain = vec![Vec::new(); starts.len()];
+                        ended = vec![false; starts.len()];
                     }
+                    let k = usize::from(*branch);
+                    // A branch's records follow each other: each hands on
+                    // from the record the one before it handed on.
+                    let head = chain
+                        .get(k)
+                        .and_then(|c| c.last().or_else(|| starts.get(k)))
+                        .map(|(seq, _)| *seq);
+                    if head != Some(*parent) || ended.get(k).copied().unwrap_or(true) {
+                        return Err(refuse(format!(
+                            "record #{} does not follow the last record of branch {branch} of the fan-out of #{at}",
+                            r.seq
+                        )));
+                    }
+                    let step = matches!(lineage, Lineage::Step { .. });
+                    if step {
+                        accepted += u32::from(ran(r.seq));
+                    }
+                    ended[k] = !step;
+                    chain[k].push((r.seq, Arc::from(r.hash.as_str())));
                 }
                 Some(Lineage::Join { fork, .. }) if *fork == at => {
                     return Err(refuse(format!(
@@ -139,7 +162,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let mut resume = ForkResume {
             at,
             starts,
-            outcomes,
+            chain,
             spent: None,
             rerun: None,
         };
@@ -257,19 +280,39 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 )));
             }
         }
+        self.resume_turn(fork, turn, input, scope, anchor)
+    }
+
+    /// A resumed branch turn whose transfer (`turn.start`, whose hash is
+    /// `anchor`) is recorded accepted: what it handed on, when that is
+    /// recorded too, is read back at settle time; otherwise its body runs
+    /// again, served the tool calls journaled under it.
+    fn resume_turn<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        mut turn: BranchTurn<'x, W, A>,
+        input: A::Input,
+        scope: Option<(&'static str, crate::spec::Expiry)>,
+        anchor: Arc<str>,
+    ) -> Result<BranchTurn<'x, W, A>, RunError> {
+        let run_id = self.transcript.run_id;
+        let (branch, start) = (turn.branch, turn.start);
+        let contract = A::contract(&input);
         self.turn_scope = scope;
         self.turn_input = start as usize;
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
         let turn_seq = fork.next_outcome;
-        let recorded = fork
-            .resume
-            .as_ref()
-            .and_then(|r| r.outcomes.get(branch as usize).copied().flatten());
+        let recorded = fork.resume.as_ref().and_then(|r| {
+            r.chain
+                .get(branch as usize)
+                .and_then(|c| c.get(usize::from(turn.depth)))
+                .map(|(seq, _)| *seq)
+        });
         if let Some(seq) = recorded {
             if seq != turn_seq {
                 return Err(RunError::Resume(format!(
-                    "run {run_id}: branch {branch}'s outcome is record #{seq}, where its turn's was to be #{turn_seq}"
+                    "run {run_id}: branch {branch}'s record #{seq} is where its turn's was to be #{turn_seq}"
                 )));
             }
             fork.next_outcome = fork.next_outcome.saturating_add(1);
@@ -298,6 +341,70 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.progress::<A>();
         self.start_body(fork, &mut turn, input, cx, anchor, calls);
         Ok(turn)
+    }
+
+    /// A resumed branch's step, recorded at `seq` (what turn `depth` of
+    /// branch `branch` handed on to its next agent `B`): `B`'s input read
+    /// back from it, its receipt the recorded one, and `B`'s turn resumed
+    /// as a recorded start's is.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn step_recorded<B: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        depth: u16,
+        seq: u32,
+    ) -> Result<BranchTurn<'x, W, B>, RunError>
+    where
+        B::Input: DeserializeOwned,
+    {
+        let run_id = self.transcript.run_id;
+        let i = seq as usize;
+        let Some(entry) = self.transcript.entries.get(i) else {
+            return Err(RunError::Protocol(format!(
+                "branch {branch}'s step #{seq} is not in the transcript"
+            )));
+        };
+        let (format, status) = (entry.format, entry.status);
+        let bytes = self.transcript.payload_bytes(i).unwrap_or_default();
+        let input: B::Input = crate::encode::decode(format, bytes)
+            .map_err(|error| RunError::Unreadable { seq, error })?;
+        let anchor = fork
+            .resume
+            .as_ref()
+            .and_then(|r| r.chain.get(branch as usize))
+            .and_then(|c| c.get(usize::from(depth)))
+            .filter(|(s, _)| *s == seq)
+            .map(|(_, hash)| hash.clone());
+        let Some(anchor) = anchor else {
+            return Err(RunError::Resume(format!(
+                "run {run_id}: branch {branch}'s step #{seq} is not one its records hold"
+            )));
+        };
+        let Some(head) = fork.heads.get_mut(branch as usize) else {
+            return Err(RunError::Protocol(format!(
+                "branch {branch} of the fan-out of #{} is not one of its branches",
+                fork.at()
+            )));
+        };
+        *head = seq;
+        let mut turn = BranchTurn::new(branch, seq, None);
+        turn.depth = depth.saturating_add(1);
+        match self.transcript.receipt(i) {
+            Some(Receipt::Rejected { reason }) => {
+                turn.state = BranchState::Refused(reason);
+                return Ok(turn);
+            }
+            _ if status.ran() => {}
+            other => {
+                return Err(RunError::Resume(format!(
+                    "run {run_id}: branch {branch}'s step (#{seq}) has a receipt a step never gets: {other:?}"
+                )));
+            }
+        }
+        let scope = B::contract(&input).map(|c| (c.authority, c.expires));
+        turn.scope = scope;
+        self.resume_turn(fork, turn, input, scope, anchor)
     }
 
     /// What a branch whose outcome is recorded (at `seq`) ended with, read

@@ -129,6 +129,20 @@ impl<T> Branch<T> {
     }
 }
 
+impl Branch<std::convert::Infallible> {
+    /// An outcome that holds no value (every one but `Done`, which cannot
+    /// be built with no value), as the outcome of a branch of any type.
+    pub fn retyped<T>(self) -> Branch<T> {
+        match self {
+            Branch::Done(never) => match never {},
+            Branch::Rejected { reason } => Branch::Rejected { reason },
+            Branch::Failed { error } => Branch::Failed { error },
+            Branch::TimedOut { after_ms } => Branch::TimedOut { after_ms },
+            Branch::Cancelled { reason } => Branch::Cancelled { reason },
+        }
+    }
+}
+
 impl<T> fmt::Display for Branch<T> {
     /// `done`, or the outcome with why (`rejected: hop cap of 4 reached`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -159,14 +173,27 @@ pub enum Lineage {
         /// The branch's index in the fan-out.
         branch: u16,
     },
-    /// What branch `branch`'s turn ended with: its output handed to the
+    /// A handoff inside branch `branch`, from one of its turns to the
+    /// branch's next agent (a branch of more than one turn): the record that
+    /// turn worked on is `parent`, the next turn works on this one.
+    Step {
+        /// The record the fan-out agent's turn worked on.
+        fork: u32,
+        /// The branch's index in the fan-out.
+        branch: u16,
+        /// The record the handing turn worked on (the branch's start or an
+        /// earlier step).
+        parent: u32,
+    },
+    /// What branch `branch`'s last turn ended with: its output handed to the
     /// join, or its input again with a `turn_failed` receipt.
     Outcome {
         /// The record the fan-out agent's turn worked on.
         fork: u32,
         /// The branch's index in the fan-out.
         branch: u16,
-        /// The record the branch's turn worked on (its `start`).
+        /// The record the branch's last turn worked on (its start, or its
+        /// last step).
         parent: u32,
     },
     /// The join's transfer: every branch's outcome in one payload.
@@ -184,28 +211,36 @@ impl Lineage {
     pub fn fork(&self) -> u32 {
         match self {
             Lineage::Start { fork, .. }
+            | Lineage::Step { fork, .. }
             | Lineage::Outcome { fork, .. }
             | Lineage::Join { fork, .. } => *fork,
         }
     }
 
-    /// The records this one follows: `fork` for a start, the branch's start
-    /// for an outcome, every branch's head for the join.
+    /// The records this one follows: `fork` for a start, the record the
+    /// handing turn worked on for a step or an outcome, every branch's head
+    /// for the join.
     pub fn parents(&self) -> Vec<u32> {
         match self {
             Lineage::Start { fork, .. } => vec![*fork],
-            Lineage::Outcome { parent, .. } => vec![*parent],
+            Lineage::Step { parent, .. } | Lineage::Outcome { parent, .. } => vec![*parent],
             Lineage::Join { heads, .. } => heads.clone(),
         }
     }
 }
 
 impl fmt::Display for Lineage {
-    /// `branch 1 of #3`, `outcome of branch 1 of #3 (after #5)`,
+    /// `branch 1 of #3`, `step of branch 1 of #3 (after #5)`, `outcome of
+    /// branch 1 of #3 (after #9)`,
     /// `join of #3 (#7, #8)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Lineage::Start { fork, branch } => write!(f, "branch {branch} of #{fork}"),
+            Lineage::Step {
+                fork,
+                branch,
+                parent,
+            } => write!(f, "step of branch {branch} of #{fork} (after #{parent})"),
             Lineage::Outcome {
                 fork,
                 branch,
