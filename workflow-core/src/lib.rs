@@ -132,7 +132,9 @@ pub mod canary {
 /// outcome with `Runtime::settle`, and the join's transfer with
 /// `Runtime::join`. See the book's chapter on parallel branches.
 pub mod parallel {
-    pub use crate::run::{BranchBody, BranchTurn, ForkRun, run_branches, run_branches_quorum};
+    pub use crate::run::{
+        BranchBody, BranchTurn, Finished, ForkRun, Handing, run_branches, run_branches_quorum,
+    };
     pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy, Lineage};
     pub use crate::spec::{BranchVerdict, Disagreement, Verdict};
 }
@@ -191,7 +193,7 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::ledger::PayloadFormat;
-    pub use crate::run::{BranchBody, run_branches, run_branches_quorum};
+    pub use crate::run::{BranchBody, BranchTurn, Finished, run_branches, run_branches_quorum};
     pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy};
     pub use crate::spec::{BranchVerdict, Verdict, verdict_text};
     pub use crate::spec::{VerdictOfAnything, VerdictOfVerdict, VerdictProbe};

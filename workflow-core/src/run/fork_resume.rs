@@ -409,7 +409,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// What a branch whose outcome is recorded (at `seq`) ended with, read
     /// back typed from its record.
-    pub(super) fn settle_recorded<A: Agent<W>, O: DeserializeOwned>(
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn settle_recorded<A: Agent<W>, O: DeserializeOwned>(
         &mut self,
         fork: &mut ForkRun,
         branch: u16,

@@ -36,6 +36,7 @@ pub mod parallel;
 pub mod parallel_dsl;
 pub mod parallel_map;
 pub mod parallel_replay;
+pub mod parallel_rounds;
 pub mod parallel_resume;
 pub mod payload_limits;
 pub mod pinned_root;

@@ -41,8 +41,17 @@ pub struct ForkModel {
     pub quorum: Option<u32>,
     /// The join agent, when one names exactly these branches.
     pub join: Option<usize>,
-    /// Each branch's edges: (start, outcome), by index into the edges.
+    /// Each branch's edges: (start, outcome), by index into the edges (the
+    /// outcome: the branch agent's own edge to the join, else the first of
+    /// its branch's).
     pub edges: Vec<(usize, Option<usize>)>,
+    /// Each branch's agents: its first, then the agents its turns hand on
+    /// to inside the branch (a branch of more than one turn), in the order
+    /// found.
+    pub regions: Vec<Vec<usize>>,
+    /// Each branch's edges to the join (by index into the edges), from any
+    /// of its agents.
+    pub exits: Vec<Vec<usize>>,
     /// The join's edge.
     pub join_edge: Option<usize>,
     /// Whether the fan-out passed its rules (a join names exactly its
@@ -102,6 +111,17 @@ pub fn slice_elem(ty: &syn::Type) -> Option<&syn::Type> {
 }
 
 impl ForkModel {
+    /// Whether a branch takes more than one turn (its turns hand on inside
+    /// it): the fan-out's turn then runs its branches in rounds.
+    pub fn multi_turn(&self) -> bool {
+        self.regions.iter().any(|r| r.len() > 1)
+    }
+
+    /// The branch agent `agent` belongs to, if any.
+    pub fn branch_of(&self, agent: usize) -> Option<usize> {
+        self.regions.iter().position(|r| r.contains(&agent))
+    }
+
     /// The type each branch hands to the join, as the join declares it (for
     /// a map, `T` of its `[T]`).
     pub fn output<'w>(&self, wf: &'w Workflow, branch: usize) -> Option<&'w syn::Type> {
@@ -158,37 +178,9 @@ pub fn resolve(
         fork.join = Some(join);
         fork.clean = check_join_shape(cx, wf, fork, join);
         fork.quorum = check_quorum(cx, wf, fork, join);
-        // Each branch hands its outcome to the join, and nowhere else.
-        for (k, &b) in fork.branches.iter().enumerate() {
-            let agent = &wf.agents[b];
-            let only_join = agent.args.to.len() == 1
-                && agent.args.to[0].branches.is_none()
-                && agent.args.to[0].map.is_none()
-                && agent.args.to[0].name.unraw() == name(join);
-            if !only_join {
-                fork.clean = false;
-                let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
-                cx.error_spanned_by(
-                    at,
-                    format!(
-                        "agent `{}` is a branch of the fan-out of `{}`: it hands its outcome to the join `{}` only; write `to = [{}]`",
-                        name(b),
-                        name(fork.from),
-                        name(join),
-                        name(join)
-                    ),
-                );
-            }
-            let outcome = graph
-                .edges
-                .iter()
-                .position(|e| e.from == b && e.to == Target::Agent(join));
-            if let Some(i) = outcome {
-                kinds[i] = EdgeKind::Outcome { fork: f, branch: k };
-            }
-            fork.edges[k].1 = outcome;
-            fork.clean &= outcome.is_some();
-        }
+        // Each branch: the agents its turns hand on to inside it, up to the
+        // join; nothing else.
+        resolve_regions(cx, wf, graph, tokens, &mut kinds, f, fork, join);
         graph.edges.push(Edge {
             from: fork.from,
             to: Target::Agent(join),
@@ -221,23 +213,174 @@ pub fn resolve(
             );
         }
     }
-    // A branch receives from its fan-out only.
+    // An agent inside a branch receives from its fan-out (its first) or
+    // from its branch only.
     for (i, e) in graph.edges.iter().enumerate() {
         let Target::Agent(to) = e.to else { continue };
-        let is_branch = forks.iter().any(|f| f.branches.contains(&to));
-        if is_branch && kinds[i] == EdgeKind::Plain {
-            cx.error_spanned_by(
-                &tokens[i],
-                format!(
-                    "agent `{}` is a branch of a fan-out: it receives from its fan-out only; hand off to the fan-out's agent instead",
-                    name(to)
-                ),
-            );
+        if kinds[i] != EdgeKind::Plain {
+            continue;
+        }
+        for fork in forks.iter() {
+            let Some(k) = fork.branch_of(to) else { continue };
+            if fork.regions[k].contains(&e.from) {
+                continue;
+            }
+            let first = name(fork.branches[k]);
+            let what = if to == fork.branches[k] {
+                format!("agent `{}` is a branch of the fan-out of `{}`: it receives from its fan-out (or from its own branch) only; hand off to the fan-out's agent instead", name(to), name(fork.from))
+            } else {
+                format!("agent `{}` is inside branch `{first}` of the fan-out of `{}`, and `{}` hands off to it from outside that branch: an agent inside a branch receives from its branch only; give `{}` an agent of its own", name(to), name(fork.from), name(e.from), name(e.from))
+            };
+            cx.error_spanned_by(&tokens[i], what);
         }
     }
     let (analysis, analysis_tokens) = chains(graph, tokens, &kinds, forks, false);
     let (counting, _) = chains(graph, tokens, &kinds, forks, true);
     (analysis, analysis_tokens, kinds, counting)
+}
+
+/// Branch by branch: the agents its turns hand on to (its region), its
+/// edges to the join (marked as its outcomes), and the rules: a branch
+/// hands on inside itself or to its join only (never to `END`, back to the
+/// fan-out's agent, or into another branch), starts no fan-out of its own,
+/// reaches its join; a map's or a quorum's branches take one turn.
+#[allow(clippy::too_many_arguments)]
+fn resolve_regions(
+    cx: &Ctxt,
+    wf: &Workflow,
+    graph: &Graph,
+    tokens: &[Ident],
+    kinds: &mut [EdgeKind],
+    f: usize,
+    fork: &mut ForkModel,
+    join: usize,
+) {
+    let name = |a: usize| wf.agents[a].name.unraw().to_string();
+    let from = name(fork.from);
+    let join_name = name(join);
+    let mut owner: Vec<Option<usize>> = vec![None; wf.agents.len()];
+    for (k, &b) in fork.branches.iter().enumerate() {
+        if owner[b].is_none() {
+            owner[b] = Some(k);
+        }
+    }
+    fork.regions = fork.branches.iter().map(|&b| vec![b]).collect();
+    fork.exits = vec![Vec::new(); fork.branches.len()];
+    for k in 0..fork.branches.len() {
+        let first = name(fork.branches[k]);
+        let mut next = 0;
+        while let Some(&x) = fork.regions[k].get(next) {
+            next += 1;
+            let mut nested = false;
+            for (i, e) in graph.edges.iter().enumerate() {
+                if e.from != x {
+                    continue;
+                }
+                match (kinds[i], e.to) {
+                    (EdgeKind::Start { .. }, _) => nested = true,
+                    (EdgeKind::Plain, Target::Agent(j)) if j == join => {
+                        kinds[i] = EdgeKind::Outcome { fork: f, branch: k };
+                        fork.exits[k].push(i);
+                    }
+                    (EdgeKind::Plain, Target::End) => {
+                        fork.clean = false;
+                        cx.error_spanned_by(
+                            &tokens[i],
+                            format!(
+                                "agent `{}` is in branch `{first}` of the fan-out of `{from}`: `END` would let the branch escape its join `{join_name}`, which waits for its outcome; hand on to `{join_name}` (or to an agent of the branch) and decide in the join whether the run ends",
+                                name(x)
+                            ),
+                        );
+                    }
+                    (EdgeKind::Plain, Target::Agent(y)) if y == fork.from => {
+                        fork.clean = false;
+                        cx.error_spanned_by(
+                            &tokens[i],
+                            format!(
+                                "agent `{}` is in branch `{first}` of the fan-out of `{from}`: handing back to `{from}` would let the branch escape its join `{join_name}`; hand on to `{join_name}`, which may hand back to `{from}`",
+                                name(x)
+                            ),
+                        );
+                    }
+                    (EdgeKind::Plain, Target::Agent(y)) => match owner[y] {
+                        Some(o) if o == k => {}
+                        Some(o) => {
+                            fork.clean = false;
+                            cx.error_spanned_by(
+                                &tokens[i],
+                                format!(
+                                    "agent `{}` is in branch `{first}` of the fan-out of `{from}`, and `{}` is in branch `{}`: branches run at the same time and meet only at the join `{join_name}`; hand on to `{join_name}` instead",
+                                    name(x),
+                                    name(y),
+                                    name(fork.branches[o])
+                                ),
+                            );
+                        }
+                        None => {
+                            owner[y] = Some(k);
+                            fork.regions[k].push(y);
+                        }
+                    },
+                    _ => {}
+                }
+            }
+            if nested {
+                fork.clean = false;
+                let agent = &wf.agents[x];
+                let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
+                cx.error_spanned_by(
+                    at,
+                    format!(
+                        "agent `{}` is in branch `{first}` of the fan-out of `{from}` and starts a fan-out of its own: nested fan-outs are not built yet; hand on to the join `{join_name}` and fan out again from there",
+                        name(x)
+                    ),
+                );
+            }
+        }
+        if fork.exits[k].is_empty() {
+            fork.clean = false;
+            let agent = &wf.agents[fork.branches[k]];
+            let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
+            cx.error_spanned_by(
+                at,
+                format!(
+                    "branch `{first}` of the fan-out of `{from}` never reaches its join `{join_name}`: no agent of the branch hands on to it; write `to = [{join_name}]` on its last agent"
+                ),
+            );
+        }
+        let own = fork.exits[k]
+            .iter()
+            .copied()
+            .find(|&i| graph.edges[i].from == fork.branches[k]);
+        fork.edges[k].1 = own.or(fork.exits[k].first().copied());
+    }
+    if !fork.multi_turn() {
+        return;
+    }
+    let long = fork
+        .regions
+        .iter()
+        .position(|r| r.len() > 1)
+        .map_or_else(String::new, |k| name(fork.branches[k]));
+    if fork.map.is_some() {
+        fork.clean = false;
+        cx.error_spanned_by(
+            &fork.token,
+            format!(
+                "the items of `{from}`'s map take one turn each: `{long}` hands on to `{}` inside the map, which is not built yet; hand on to the join `{join_name}`, and from there to the next step",
+                name(fork.regions.iter().find(|r| r.len() > 1).map_or(0, |r| r[1]))
+            ),
+        );
+    }
+    if let (Some(_), Some(q)) = (fork.quorum, wf.agents[join].args.quorum.as_ref()) {
+        fork.clean = false;
+        cx.error_spanned_by(
+            &q.lit,
+            format!(
+                "the join `{join_name}` waits for a quorum, and branch `{long}` takes more than one turn: a quorum is counted over branches of one turn only; remove `quorum`, or make each branch one turn"
+            ),
+        );
+    }
 }
 
 /// A map's join receives a list (`worker: [T]`), a `parallel(..)`'s join
@@ -316,25 +459,25 @@ fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel) {
                 )
         })
     };
-    let mut held: Vec<(String, usize)> = Vec::new();
-    for &b in &fork.branches {
-        for tool in &wf.agents[b].args.tools {
+    let mut held: Vec<(String, usize, usize)> = Vec::new();
+    for (k, region) in fork.regions.iter().enumerate() {
+        for tool in region.iter().flat_map(|&b| &wf.agents[b].args.tools) {
             if !writes(tool) {
                 continue;
             }
             let key = tool.unraw().to_string();
-            match held.iter().find(|(t, _)| *t == key) {
-                Some((_, other)) if *other != b => cx.error_spanned_by(
+            match held.iter().find(|(t, _, _)| *t == key) {
+                Some((_, other, _)) if *other != k => cx.error_spanned_by(
                     tool,
                     format!(
                         "branches `{}` and `{}` of the fan-out of `{}` run at the same time and both hold write tool `{key}`: two turns could apply the same change; grant it to one of them, or move the write after the join",
-                        wf.agents[*other].name.unraw(),
-                        wf.agents[b].name.unraw(),
+                        wf.agents[fork.branches[*other]].name.unraw(),
+                        wf.agents[fork.branches[k]].name.unraw(),
                         wf.agents[fork.from].name.unraw(),
                     ),
                 ),
                 Some(_) => {}
-                None => held.push((key, b)),
+                None => held.push((key, k, 0)),
             }
         }
     }
@@ -363,15 +506,21 @@ fn chains(
         }
     }
     for fork in forks {
-        let mut at = fork.from;
-        for &b in &fork.branches {
-            edges.push(Edge {
-                from: at,
-                to: Target::Agent(b),
-                bound: None,
-            });
-            out_tokens.push(fork.token.clone());
-            at = b;
+        // The agents the previous branch's last turn can be taken by: any
+        // of its agents (a branch ends where a turn fails or hands on a
+        // refused step, and the join still follows).
+        let mut ats = vec![fork.from];
+        for (k, &b) in fork.branches.iter().enumerate() {
+            for &at in &ats {
+                edges.push(Edge {
+                    from: at,
+                    to: Target::Agent(b),
+                    bound: None,
+                });
+                out_tokens.push(fork.token.clone());
+            }
+            ats = fork.regions.get(k).cloned().unwrap_or_else(|| vec![b]);
+            let mut at = b;
             // The map's other possible items, each a turn.
             let copies = if expand { fork.map.unwrap_or(1) } else { 1 };
             for _ in 1..copies {
@@ -384,14 +533,19 @@ fn chains(
                 at = agents;
                 agents += 1;
             }
+            if copies > 1 {
+                ats = vec![at];
+            }
         }
         if let Some(join) = fork.join {
-            edges.push(Edge {
-                from: at,
-                to: Target::Agent(join),
-                bound: None,
-            });
-            out_tokens.push(fork.token.clone());
+            for &at in &ats {
+                edges.push(Edge {
+                    from: at,
+                    to: Target::Agent(join),
+                    bound: None,
+                });
+                out_tokens.push(fork.token.clone());
+            }
         }
     }
     let analysis = Graph {

@@ -470,6 +470,8 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> Edges {
                     quorum: None,
                     join: None,
                     edges: Vec::new(),
+                    regions: Vec::new(),
+                    exits: Vec::new(),
                     join_edge: None,
                     clean: false,
                 };

@@ -224,9 +224,11 @@ pub(super) fn agent(
                     Parallel(Parallel)
                 ),
                 (EdgeKind::Start { .. } | EdgeKind::Join { .. }, _) => return None,
-                (EdgeKind::Outcome { .. }, Target::Agent(b)) => {
+                (EdgeKind::Outcome { fork, branch }, Target::Agent(b)) => {
                     let v = wf.agents[b].variant.clone();
-                    let ty = branch_output_alias(a);
+                    // Named for the branch's first agent, the join's field.
+                    let first = r.forks[*fork].branches.get(*branch).map_or(a, |&f| &wf.agents[f]);
+                    let ty = branch_output_alias(first);
                     let doc = format!(
                         "Hand this branch's outcome to the join `{}`.",
                         wf.agents[b].name

@@ -107,7 +107,8 @@ pub fn graph(wf: &Workflow, r: &Resolved) -> TokenStream {
         let (ty, text, role) = match (kind, e.to) {
             // A branch's outcome carries what the join declares for it.
             (EdgeKind::Outcome { fork, branch }, _) => {
-                let alias = super::agent::branch_output_alias(&wf.agents[e.from]);
+                let first = r.forks[*fork].branches.get(*branch).copied().unwrap_or(e.from);
+                let alias = super::agent::branch_output_alias(&wf.agents[first]);
                 let text = r.forks[*fork]
                     .output(wf, *branch)
                     .map_or_else(|| "()".to_owned(), type_text);

@@ -217,6 +217,12 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 ))
             }
         });
+        if fork.multi_turn() {
+            let (items, arm) = rounds(wf, r, f, fork, join, &spec, &state);
+            fork_statics.push(items);
+            fork_turns.push(arm);
+            continue;
+        }
         let starts = names.iter().zip(&turns).enumerate().map(|(k, (b, t))| {
             let k = k as u16;
             quote!(let mut #t = run.branch::<#b::Agent>(&mut fork, #k, parallel.#b)?;)
@@ -425,4 +431,188 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     }
+}
+
+/// The turn of a fan-out whose branches take more than one turn: the
+/// branches run in rounds, one turn of each at a time (all at once), then
+/// each turn is settled in branch order: handed on inside its branch (a
+/// step, whose turn runs in the next round) or to the join (the branch's
+/// outcome). Records are committed in that order whatever order the bodies
+/// finish in. Returns the module-level items (the enum of the branches'
+/// turns) and the match arm.
+fn rounds(
+    wf: &Workflow,
+    r: &Resolved,
+    f: usize,
+    fork: &crate::check::parallel::ForkModel,
+    join: usize,
+    spec: &syn::Ident,
+    state: &syn::Ident,
+) -> (TokenStream, TokenStream) {
+    use crate::check::parallel::EdgeKind;
+    use crate::graph::Target;
+    let v = quote::format_ident!("__Fork{}", f);
+    let stat = quote::format_ident!("__WF_FORK_{}", f);
+    let turn_enum = quote::format_ident!("__WfFork{}Turn", f);
+    let from = &wf.agents[fork.from].name;
+    let join_agent = &wf.agents[join];
+    let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
+    let agents: Vec<(usize, usize)> = fork
+        .regions
+        .iter()
+        .enumerate()
+        .flat_map(|(k, region)| region.iter().map(move |&a| (k, a)))
+        .collect();
+    let variants = agents.iter().map(|&(_, a)| {
+        let (n, av) = (&wf.agents[a].name, &wf.agents[a].variant);
+        quote!(#av(::workflow_core::__private::BranchTurn<'x, #spec, #n::Agent>))
+    });
+    let bodies = agents.iter().map(|&(_, a)| {
+        let av = &wf.agents[a].variant;
+        quote!(Self::#av(turn) => turn,)
+    });
+    let doc = format!("The turns of the branches of `{from}`'s fan-out, one per branch at a time.");
+    let items = quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        enum #turn_enum<'x> {
+            #(#variants),*
+        }
+
+        impl<'x> #turn_enum<'x> {
+            fn body(&mut self) -> &mut dyn ::workflow_core::__private::BranchBody {
+                match self {
+                    #(#bodies)*
+                }
+            }
+        }
+    };
+    let out = |k: usize| quote::format_ident!("__wf_out_{}", k);
+    let alias = |k: usize| {
+        let b = wf.agents[fork.branches[k]].name.unraw();
+        quote::format_ident!("__wf_branch_output_{}", b)
+    };
+    let starts = fork.branches.iter().enumerate().map(|(k, &b)| {
+        let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
+        let k16 = k as u16;
+        quote! {
+            __wf_turns.push(#turn_enum::#bv(run.branch::<#n::Agent>(&mut fork, #k16, parallel.#n)?));
+        }
+    });
+    let outs = (0..fork.branches.len()).map(|k| {
+        let (o, a) = (out(k), alias(k));
+        quote! {
+            let mut #o: ::workflow_core::__private::Option<::workflow_core::__private::Branch<#a>> =
+                ::workflow_core::__private::Option::None;
+        }
+    });
+    let arms = agents.iter().map(|&(k, x)| {
+        let (xn, xv) = (&wf.agents[x].name, &wf.agents[x].variant);
+        let (o, a) = (out(k), alias(k));
+        let mut ran = Vec::new();
+        let mut recorded = Vec::new();
+        for (i, (e, kind)) in r.graph.edges.iter().zip(&r.kinds).enumerate() {
+            if e.from != x {
+                continue;
+            }
+            let edge = (i + 1) as u16; // edge 0 is START -> entry
+            match (kind, e.to) {
+                (EdgeKind::Outcome { .. }, _) => {
+                    ran.push(quote! {
+                        #xn::Next::#join_v(out) => {
+                            #o = ::workflow_core::__private::Option::Some(run.hand_to_join(
+                                &mut fork, handing, #edge, out, ::workflow_core::__private::no_contract,
+                            )?);
+                        }
+                    });
+                    recorded.push(quote! {
+                        #edge => {
+                            #o = ::workflow_core::__private::Option::Some(
+                                run.settle_recorded::<#xn::Agent, #a>(&mut fork, branch, seq)?,
+                            );
+                        }
+                    });
+                }
+                (EdgeKind::Plain, Target::Agent(y)) => {
+                    let (yn, yv) = (&wf.agents[y].name, &wf.agents[y].variant);
+                    ran.push(quote! {
+                        #xn::Next::#yv(input) => __wf_next.push(#turn_enum::#yv(
+                            run.step::<#yn::Agent>(&mut fork, handing, #edge, input)?,
+                        )),
+                    });
+                    recorded.push(quote! {
+                        #edge => __wf_next.push(#turn_enum::#yv(
+                            run.step_recorded::<#yn::Agent>(&mut fork, branch, depth, seq)?,
+                        )),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let x_str = xn.unraw().to_string();
+        quote! {
+            #turn_enum::#xv(turn) => match run.finish(&mut fork, turn)? {
+                ::workflow_core::__private::Finished::Ran(next, handing) => match next {
+                    #(#ran)*
+                },
+                ::workflow_core::__private::Finished::Ended(ended) => {
+                    #o = ::workflow_core::__private::Option::Some(ended.retyped());
+                }
+                ::workflow_core::__private::Finished::Recorded { branch, depth, seq, edge } => match edge {
+                    #(#recorded)*
+                    _ => {
+                        return ::workflow_core::__private::Result::Err(::workflow_core::__private::RunError::Protocol(
+                            ::workflow_core::__private::format!(
+                                "record #{} of branch {} took edge {}, which agent `{}` does not take",
+                                seq, branch, edge, #x_str,
+                            ),
+                        ));
+                    }
+                },
+            },
+        }
+    });
+    let fields = fork.branches.iter().enumerate().map(|(k, &b)| {
+        let (n, o) = (&wf.agents[b].name, out(k));
+        let missing = format!("branch `{}` ended without an outcome", n.unraw());
+        quote! {
+            #n: #o.ok_or_else(|| ::workflow_core::__private::RunError::Protocol(
+                ::workflow_core::__private::String::from(#missing),
+            ))?
+        }
+    });
+    let n = fork.branches.len();
+    let arm = quote! {
+        #state::#v(parallel) => {
+            let mut fork = run.fork(&#stat)?;
+            let mut __wf_turns: ::workflow_core::__private::Vec<#turn_enum<'_>> =
+                ::workflow_core::__private::Vec::with_capacity(#n);
+            #(#starts)*
+            #(#outs)*
+            // One round: every branch's current turn at once, then each
+            // settled in branch order.
+            while !__wf_turns.is_empty() {
+                {
+                    let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
+                        __wf_turns.iter_mut().map(|t| t.body()).collect();
+                    ::workflow_core::__private::run_branches(&mut bodies).await;
+                }
+                let writing = __wf_turns.iter_mut().filter_map(|t| t.body().writes().then_some(())).count();
+                run.settling(&mut fork, writing);
+                let mut __wf_next = ::workflow_core::__private::Vec::with_capacity(__wf_turns.len());
+                for turn in __wf_turns {
+                    match turn {
+                        #(#arms)*
+                    }
+                }
+                __wf_turns = __wf_next;
+            }
+            let joined = #join_name::Joined { #(#fields),* };
+            run.join::<#join_name::Agent>(fork, &joined)?;
+            ::workflow_core::__private::Result::Ok(
+                ::workflow_core::__private::Transition::To(#state::#join_v(joined)),
+            )
+        }
+    };
+    (items, arm)
 }
