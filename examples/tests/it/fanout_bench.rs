@@ -22,6 +22,7 @@ async fn every_round_joins_three_views_and_records_each_branch() {
             let kind = match &r.lineage {
                 None => "",
                 Some(workflow_core::Lineage::Start { .. }) => " start",
+                Some(workflow_core::Lineage::Step { .. }) => " step",
                 Some(workflow_core::Lineage::Outcome { .. }) => " outcome",
                 Some(workflow_core::Lineage::Join { .. }) => " join",
             };

@@ -11,10 +11,11 @@ use crate::spec::RejectReason;
 /// A fan-out as declared: the agent whose turn starts the branches, the
 /// edges each branch takes, and the edge of the join's transfer.
 ///
-/// Every branch is one turn of its agent: the fan-out agent hands it its
-/// input over `start`, the branch agent hands its output over `outcome` to
-/// the join agent; the join agent then receives one transfer, over `join`,
-/// holding every branch's outcome.
+/// The fan-out agent hands each branch its input over `start`; the branch
+/// agent hands its output over `outcome` to the join agent (a branch of
+/// more than one turn hands on inside itself first, over edges its
+/// generated turn names); the join agent then receives one transfer, over
+/// `join`, holding every branch's outcome.
 #[derive(Debug, Clone, Copy)]
 pub struct Fork {
     /// The agent whose turn starts the branches (an index of

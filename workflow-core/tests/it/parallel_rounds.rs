@@ -216,7 +216,10 @@ async fn a_branch_loops_through_its_fixer_while_the_other_branch_waits_at_the_jo
     let done = wf.run("unsafe unsafe code".to_owned()).await.unwrap();
     assert_eq!(
         done.output,
-        ["security: approve=true fixes=2", "style: approve=true fixes=0"]
+        [
+            "security: approve=true fixes=2",
+            "style: approve=true fixes=0"
+        ]
     );
     // Round 1 (security, style at once) takes 25 ms (style's sleep), the
     // fixer's two rounds 10 ms each; the security turns take no time.

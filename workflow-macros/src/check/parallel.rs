@@ -221,15 +221,27 @@ pub fn resolve(
             continue;
         }
         for fork in forks.iter() {
-            let Some(k) = fork.branch_of(to) else { continue };
+            let Some(k) = fork.branch_of(to) else {
+                continue;
+            };
             if fork.regions[k].contains(&e.from) {
                 continue;
             }
             let first = name(fork.branches[k]);
             let what = if to == fork.branches[k] {
-                format!("agent `{}` is a branch of the fan-out of `{}`: it receives from its fan-out (or from its own branch) only; hand off to the fan-out's agent instead", name(to), name(fork.from))
+                format!(
+                    "agent `{}` is a branch of the fan-out of `{}`: it receives from its fan-out (or from its own branch) only; hand off to the fan-out's agent instead",
+                    name(to),
+                    name(fork.from)
+                )
             } else {
-                format!("agent `{}` is inside branch `{first}` of the fan-out of `{}`, and `{}` hands off to it from outside that branch: an agent inside a branch receives from its branch only; give `{}` an agent of its own", name(to), name(fork.from), name(e.from), name(e.from))
+                format!(
+                    "agent `{}` is inside branch `{first}` of the fan-out of `{}`, and `{}` hands off to it from outside that branch: an agent inside a branch receives from its branch only; give `{}` an agent of its own",
+                    name(to),
+                    name(fork.from),
+                    name(e.from),
+                    name(e.from)
+                )
             };
             cx.error_spanned_by(&tokens[i], what);
         }
@@ -269,6 +281,7 @@ fn resolve_regions(
     for k in 0..fork.branches.len() {
         let first = name(fork.branches[k]);
         let mut next = 0;
+        let mut nests = false;
         while let Some(&x) = fork.regions[k].get(next) {
             next += 1;
             let mut nested = false;
@@ -325,6 +338,7 @@ fn resolve_regions(
                 }
             }
             if nested {
+                nests = true;
                 fork.clean = false;
                 let agent = &wf.agents[x];
                 let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
@@ -337,7 +351,8 @@ fn resolve_regions(
                 );
             }
         }
-        if fork.exits[k].is_empty() {
+        // (A branch that fans out is reported for that alone.)
+        if fork.exits[k].is_empty() && !nests {
             fork.clean = false;
             let agent = &wf.agents[fork.branches[k]];
             let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);

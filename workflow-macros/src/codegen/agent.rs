@@ -227,7 +227,10 @@ pub(super) fn agent(
                 (EdgeKind::Outcome { fork, branch }, Target::Agent(b)) => {
                     let v = wf.agents[b].variant.clone();
                     // Named for the branch's first agent, the join's field.
-                    let first = r.forks[*fork].branches.get(*branch).map_or(a, |&f| &wf.agents[f]);
+                    let first = r.forks[*fork]
+                        .branches
+                        .get(*branch)
+                        .map_or(a, |&f| &wf.agents[f]);
                     let ty = branch_output_alias(first);
                     let doc = format!(
                         "Hand this branch's outcome to the join `{}`.",

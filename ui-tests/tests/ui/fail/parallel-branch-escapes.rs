@@ -1,4 +1,5 @@
-//! A branch of a fan-out that may also end the run: it escapes its join.
+//! Branches of a fan-out that may escape their join: one may end the run,
+//! the other hand back to the fan-out's agent.
 
 use workflow_core::prelude::*;
 
@@ -8,6 +9,12 @@ pub struct Review(pub bool);
 #[workflow(entry = lead, output = Review)]
 mod wf {
     use super::*;
+
+    #[handoff]
+    pub struct LeadAsk {
+        #[contract]
+        pub contract: Contract<authority::Lead>,
+    }
 
     #[handoff]
     pub struct SecurityAsk {
@@ -22,7 +29,7 @@ mod wf {
     }
 
     #[agent(owns = [Lead], to = [parallel(security, style)])]
-    async fn lead(_input: String, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+    async fn lead(_input: LeadAsk, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
         todo!()
     }
 
@@ -31,7 +38,7 @@ mod wf {
         todo!()
     }
 
-    #[agent(owns = [Style], to = [judge])]
+    #[agent(owns = [Style], to = [lead(max = 1), judge])]
     async fn style(_input: StyleAsk, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
         todo!()
     }

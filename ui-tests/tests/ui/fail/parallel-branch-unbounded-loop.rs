@@ -1,0 +1,57 @@
+//! A loop inside a branch without a bound: a branch's turns are bounded
+//! like any others.
+
+use workflow_core::prelude::*;
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Review(pub bool);
+
+#[workflow(entry = lead, output = Review)]
+mod wf {
+    use super::*;
+
+    #[handoff]
+    pub struct SecurityAsk {
+        #[contract]
+        pub contract: Contract<authority::Security>,
+    }
+
+    #[handoff]
+    pub struct StyleAsk {
+        #[contract]
+        pub contract: Contract<authority::Style>,
+    }
+
+    #[handoff]
+    pub struct FixAsk {
+        #[contract]
+        pub contract: Contract<authority::Fix>,
+    }
+
+    #[agent(owns = [Lead], to = [parallel(security, style)])]
+    async fn lead(_input: String, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        todo!()
+    }
+
+    #[agent(owns = [Security], to = [fixer, judge])]
+    async fn security(_input: SecurityAsk, _cx: security::Context<'_>) -> Result<security::Next, Reject> {
+        todo!()
+    }
+
+    #[agent(owns = [Fix], to = [security])]
+    async fn fixer(_input: FixAsk, _cx: fixer::Context<'_>) -> Result<fixer::Next, Reject> {
+        todo!()
+    }
+
+    #[agent(owns = [Style], to = [judge])]
+    async fn style(_input: StyleAsk, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
+        todo!()
+    }
+
+    #[agent(join = [security: Review, style: Review], to = [END])]
+    async fn judge(_views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        todo!()
+    }
+}
+
+fn main() {}
