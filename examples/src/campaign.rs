@@ -37,7 +37,8 @@ use crate::relay::{EffectLog, relay};
 enum Kind {
     /// [`relay`]: three turns one after the other.
     Relay,
-    /// [`fanout_relay`]: a lead, three branches at once, a join.
+    /// [`fanout_relay`]: a lead, three branches at once (one of two
+    /// turns), a join.
     Fanout,
 }
 
@@ -54,7 +55,7 @@ impl Kind {
     fn writes(self) -> usize {
         match self {
             Kind::Relay => 3,
-            Kind::Fanout => 5,
+            Kind::Fanout => 6,
         }
     }
 
@@ -134,7 +135,7 @@ pub struct Report {
     pub both_worked: usize,
     /// Resumes that failed for another reason.
     pub failed: Vec<String>,
-    /// Writes expected (one per turn: three per relay run, five per
+    /// Writes expected (one per turn: three per relay run, six per
     /// parallel run).
     pub writes: usize,
     /// Writes whose effect did not happen exactly once.

@@ -1,7 +1,9 @@
 //! The parallel workflow of the ledger campaign (`examples::campaign`):
 //! a lead fans out to three branches at once, each making one write and
 //! taking a few milliseconds (each a different time, so that they finish in
-//! another order than they started), and a join that makes the last write.
+//! another order than they started), the middle branch a second turn (a
+//! recheck that writes too: a branch of more than one turn), and a join
+//! that makes the last write.
 //! The campaign kills its child in the middle of this fan-out too; every
 //! resumed run must end with the records and the writes of a run never
 //! killed.
@@ -93,6 +95,34 @@ pub mod fanout_relay {
         pub value: u32,
     }
 
+    /// The middle branch -> its recheck (the branch's second turn).
+    #[handoff]
+    pub struct AskRecheck {
+        /// Check the branch's part again.
+        #[operation]
+        pub op: Operation,
+        /// Under the recheck's authority.
+        #[authority]
+        pub scope: Scope<authority::Recheck>,
+        /// None needed.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// None left open.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// No stop condition.
+        #[stop]
+        pub stop: StopWhen,
+        /// The value so far.
+        pub value: u32,
+    }
+
+    /// The recheck's write.
+    #[tool(needs = Recheck, effect = write)]
+    async fn save_recheck(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
+        log.write("save_recheck", &line).await
+    }
+
     /// The lead's write.
     #[tool(needs = Lead, effect = write)]
     async fn save_lead(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
@@ -137,8 +167,9 @@ pub mod fanout_relay {
         let stored = cx
             .call(tools::save_lead, line(cx.run_id(), "lead", value))
             .await?;
-        // A lease that covers the fan-out: its three branches and the join.
-        let until = cx.hop() + 5;
+        // A lease that covers the fan-out: its three branches, the
+        // recheck and the join.
+        let until = cx.hop() + 6;
         Ok(lead::Next::Parallel(lead::Parallel {
             left: AskLeft {
                 op: Operation::new("part", "left"),
@@ -179,14 +210,30 @@ pub mod fanout_relay {
         }))
     }
 
-    /// Waits, writes, hands its part to the join.
-    #[agent(owns = [Middle], tools = [save_middle], to = [join])]
+    /// Waits, writes, hands its part to the recheck.
+    #[agent(owns = [Middle], tools = [save_middle], to = [recheck])]
     async fn middle(ask: AskMiddle, cx: middle::Context<'_>) -> Result<middle::Next, Reject> {
         tokio::time::sleep(std::time::Duration::from_millis(BRANCH_MS[1])).await;
         let stored = cx
             .call(tools::save_middle, line(cx.run_id(), "middle", ask.value))
             .await?;
-        Ok(middle::Next::Join(Part {
+        Ok(middle::Next::Recheck(AskRecheck {
+            op: Operation::new("recheck", "middle"),
+            scope: cx.lease(authority::Recheck).as_long_as_mine(),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 8),
+            value: stored.value,
+        }))
+    }
+
+    /// The middle branch's second turn: writes, hands the part to the join.
+    #[agent(owns = [Recheck], tools = [save_recheck], to = [join])]
+    async fn recheck(ask: AskRecheck, cx: recheck::Context<'_>) -> Result<recheck::Next, Reject> {
+        let stored = cx
+            .call(tools::save_recheck, line(cx.run_id(), "recheck", ask.value))
+            .await?;
+        Ok(recheck::Next::Join(Part {
             value: stored.value,
         }))
     }

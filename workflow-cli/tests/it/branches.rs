@@ -68,9 +68,10 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
             "    fork #0 branch 1 (parent #0): start",
             "    fork #0 branch 2 (parent #0): start",
             "    fork #0 branch 0 (parent #1): outcome done",
-            "    fork #0 branch 1 (parent #2): outcome done",
+            "    fork #0 branch 1 (parent #2): step",
             "    fork #0 branch 2 (parent #3): outcome done",
-            "    fork #0 join: branch 0 done (#4), branch 1 done (#5), branch 2 done (#6)",
+            "    fork #0 branch 1 (parent #5): outcome done",
+            "    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 done (#6)",
         ]
     );
     // Each under its record.
@@ -90,11 +91,19 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
     );
     assert_eq!(
         under("    fork #0 branch 2 (parent #3): outcome done"),
-        "#6 hop 4 right -> join"
+        "#6 hop 5 right -> join"
     );
     assert_eq!(
-        under("    fork #0 join: branch 0 done (#4), branch 1 done (#5), branch 2 done (#6)"),
-        "#7 hop 4 lead -> join"
+        under("    fork #0 branch 1 (parent #2): step"),
+        "#5 hop 4 middle -> recheck"
+    );
+    assert_eq!(
+        under("    fork #0 branch 1 (parent #5): outcome done"),
+        "#7 hop 5 recheck -> join"
+    );
+    assert_eq!(
+        under("    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 done (#6)"),
+        "#8 hop 5 lead -> join"
     );
 
     let out = workflow(&path, &["show", &slow.to_string()]);
@@ -106,9 +115,10 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
             "    fork #0 branch 1 (parent #0): start",
             "    fork #0 branch 2 (parent #0): start",
             "    fork #0 branch 0 (parent #1): outcome done",
-            "    fork #0 branch 1 (parent #2): outcome done",
+            "    fork #0 branch 1 (parent #2): step",
             "    fork #0 branch 2 (parent #3): outcome timed_out",
-            "    fork #0 join: branch 0 done (#4), branch 1 done (#5), branch 2 timed_out (#6)",
+            "    fork #0 branch 1 (parent #5): outcome done",
+            "    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 timed_out (#6)",
         ]
     );
 
@@ -119,13 +129,13 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "runs differ at transition #6:");
     assert!(
-        lines[1].starts_with(&format!("  {done}: #6 hop 4 right -> join [accepted] Part")),
+        lines[1].starts_with(&format!("  {done}: #6 hop 5 right -> join [accepted] Part")),
         "{text}"
     );
     assert_eq!(lines[2], "      fork #0 branch 2 (parent #3): outcome done");
     assert!(
         lines[3].starts_with(&format!(
-            "  {slow}: #6 hop 4 lead -> right [TURN FAILED: agent `right` timed out after 1000 ms] AskRight"
+            "  {slow}: #6 hop 5 lead -> right [TURN FAILED: agent `right` timed out after 1000 ms] AskRight"
         )),
         "{text}"
     );

@@ -347,3 +347,21 @@ async fn a_multi_turn_fan_out_resumes_from_every_cut_and_replays_identically() {
     assert!(report.is_identical(), "{report}");
     assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn the_diagram_draws_a_branchs_own_handoffs_between_its_fork_and_its_join() {
+    let diagram = rounds::Workflow::mermaid();
+    for line in [
+        "    fork_0 -->|\"SecurityAsk\"| agent_security",
+        "    agent_security -->|\"FixAsk\"| agent_fixer",
+        "    agent_fixer -->|\"SecurityAsk max 2\"| agent_security",
+        "    agent_security -->|\"Review\"| join_0",
+        "    agent_style -->|\"Review\"| join_0",
+        "    join_0 -->|\"judge::Joined\"| agent_judge",
+    ] {
+        assert!(
+            diagram.lines().any(|l| l == line),
+            "no `{line}` in\n{diagram}"
+        );
+    }
+}
