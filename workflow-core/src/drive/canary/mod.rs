@@ -95,6 +95,7 @@ impl<'x, W: Workflow> Harness<'x, W> {
             turn_seq: 0,
             journal: None,
             earlier_upto: 0,
+            payloads: None,
             earlier: std::sync::OnceLock::new(),
             agent: std::marker::PhantomData,
         }
