@@ -39,7 +39,7 @@ pub struct Context<'x, W: Workflow, A> {
     /// when the agent has no earlier turns): what its earlier turns are
     /// read from, without a copy.
     pub(crate) payloads: Option<crate::run::Payloads>,
-    pub(crate) earlier: std::sync::OnceLock<Arc<[crate::run::EarlierTurn<W, A>]>>,
+    pub(crate) earlier: once_cell::race::OnceBox<Vec<crate::run::EarlierTurn<W, A>>>,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -345,10 +345,11 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             return &[];
         };
         self.earlier.get_or_init(|| {
-            self.shared
-                .earlier()
-                .turns_of::<W, A>(self.earlier_upto, payloads)
-                .into()
+            Box::new(
+                self.shared
+                    .earlier()
+                    .turns_of::<W, A>(self.earlier_upto, payloads),
+            )
         })
     }
 
@@ -501,7 +502,9 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             journal: self.journal.clone(),
             earlier_upto: self.earlier_upto,
             payloads: self.payloads.clone(),
-            earlier: self.earlier.clone(),
+            // Built again on request: a clone is made for a post-condition
+            // at most, which rarely asks.
+            earlier: once_cell::race::OnceBox::new(),
             agent: PhantomData,
         }
     }

@@ -452,7 +452,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }),
             earlier_upto,
             payloads: (earlier_upto > 0).then(|| self.transcript.bytes.clone()),
-            earlier: std::sync::OnceLock::new(),
+            earlier: once_cell::race::OnceBox::new(),
             agent: PhantomData,
         }
     }

@@ -96,7 +96,7 @@ impl<'x, W: Workflow> Harness<'x, W> {
             journal: None,
             earlier_upto: 0,
             payloads: None,
-            earlier: std::sync::OnceLock::new(),
+            earlier: once_cell::race::OnceBox::new(),
             agent: std::marker::PhantomData,
         }
     }
