@@ -35,7 +35,11 @@ pub struct Context<'x, W: Workflow, A> {
     /// How many of the run's logged turns this context may see (0: the
     /// agent has none); its own view of them is built on first request.
     pub(crate) earlier_upto: u32,
-    pub(crate) earlier: std::sync::OnceLock<Arc<[crate::run::EarlierTurn<W, A>]>>,
+    /// The run's payload bytes as they stood when the turn started (`None`
+    /// when the agent has no earlier turns): what its earlier turns are
+    /// read from, without a copy.
+    pub(crate) payloads: Option<crate::run::Payloads>,
+    pub(crate) earlier: once_cell::race::OnceBox<Vec<crate::run::EarlierTurn<W, A>>>,
     pub(crate) agent: PhantomData<fn() -> A>,
 }
 
@@ -337,14 +341,15 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     where
         A: Agent<W>,
     {
-        if self.earlier_upto == 0 {
+        let Some(payloads) = self.payloads.as_ref().filter(|_| self.earlier_upto > 0) else {
             return &[];
-        }
+        };
         self.earlier.get_or_init(|| {
-            self.shared
-                .earlier()
-                .turns_of::<W, A>(self.earlier_upto)
-                .into()
+            Box::new(
+                self.shared
+                    .earlier()
+                    .turns_of::<W, A>(self.earlier_upto, payloads),
+            )
         })
     }
 
@@ -496,7 +501,10 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             turn_seq: self.turn_seq,
             journal: self.journal.clone(),
             earlier_upto: self.earlier_upto,
-            earlier: self.earlier.clone(),
+            payloads: self.payloads.clone(),
+            // Built again on request: a clone is made for a post-condition
+            // at most, which rarely asks.
+            earlier: once_cell::race::OnceBox::new(),
             agent: PhantomData,
         }
     }

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use crate::run::{Runtime, Transcript};
+use crate::run::{Payloads, Runtime, Transcript};
 use crate::spec::{Agent, Node, PayloadFormat, RecordError, Workflow};
 
 /// One earlier turn of agent `A` in this run, as the record holds it: the
@@ -87,18 +87,17 @@ fn decode<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// What a turn's context reads its agent's earlier turns from: a copy of
-/// each transfer's payload bytes and the list of agent turns, appended as
-/// the run records them (one copy per transfer), shared with the contexts
-/// through the run's shared state. A context builds its typed view from it
-/// only when the agent asks (`Context::earlier_turns`), so a turn that does
-/// not look costs nothing beyond the copy.
+/// What a turn's context reads its agent's earlier turns from, beside the
+/// payload bytes the transcript holds (and a context shares, see
+/// [`Payloads`](crate::run::Payloads)): each transfer's span in those bytes
+/// and the agent turn that made it, appended as the run records them and
+/// shared with the contexts through the run's shared state. A context
+/// builds its typed view only when the agent asks
+/// (`Context::earlier_turns`), so a turn that does not look costs nothing.
 #[derive(Default)]
 pub(crate) struct EarlierLog {
-    /// The payload bytes of the run's transfers, in order.
-    bytes: Vec<u8>,
     /// Each transfer, by sequence number: its payload's format and span in
-    /// `bytes`, and the agent turn that made it.
+    /// the run's payload bytes, and the agent turn that made it.
     transfers: Vec<Logged>,
     /// Agent turns logged.
     turns: u32,
@@ -136,14 +135,14 @@ struct Logged {
 }
 
 impl EarlierLog {
-    /// Copies the payload of transfer `seq` (the next one: transfers are
-    /// logged in order), made by `turn` (an agent and its input) and sent
-    /// to `to`.
+    /// Logs transfer `seq` (the next one: transfers are logged in order),
+    /// its payload at `span` of the run's payload bytes, made by `turn` (an
+    /// agent and its input) and sent to `to`.
     pub(crate) fn log(
         &mut self,
         seq: usize,
         format: PayloadFormat,
-        bytes: &[u8],
+        (start, end): (u32, u32),
         turn: Option<(u16, usize)>,
         sent: Sent,
     ) {
@@ -170,16 +169,13 @@ impl EarlierLog {
         };
         debug_assert_eq!(seq, self.transfers.len(), "transfers are logged in order");
         if self.transfers.is_empty() {
-            // One allocation each for a typical run's first rounds.
+            // One allocation for a typical run's first rounds.
             self.transfers.reserve(16);
-            self.bytes.reserve(1024);
         }
-        let start = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(bytes);
         self.transfers.push(Logged {
             format,
             start,
-            end: self.bytes.len() as u32,
+            end,
             turn: turn.map(|(agent, input)| (agent, input as u32)),
             to,
             from,
@@ -248,7 +244,7 @@ impl EarlierLog {
             log.log(
                 i,
                 e.format,
-                t.payload_bytes(i).unwrap_or_default(),
+                (e.start, e.end),
                 turn,
                 Sent {
                     from,
@@ -267,13 +263,19 @@ impl EarlierLog {
         log
     }
 
-    /// Agent `A`'s turns among the first `upto` logged, typed.
-    pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(&self, upto: u32) -> Vec<EarlierTurn<W, A>> {
+    /// Agent `A`'s turns among the first `upto` logged, typed, their
+    /// payloads read from `bytes` (the run's, as they stood when the turn
+    /// asking started).
+    pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(
+        &self,
+        upto: u32,
+        bytes: &Payloads,
+    ) -> Vec<EarlierTurn<W, A>> {
         let copy = |seq: u32| {
             let t = self.transfers[seq as usize];
             (
                 t.format,
-                self.bytes[t.start as usize..t.end as usize].to_vec(),
+                bytes.get(t.start, t.end).unwrap_or_default().to_vec(),
             )
         };
         let mut seen = 0;
@@ -331,7 +333,7 @@ impl<W: Workflow> Runtime<'_, W> {
         log.log(
             i,
             e.format,
-            t.payload_bytes(i).unwrap_or_default(),
+            (e.start, e.end),
             turn,
             Sent {
                 from,

@@ -435,6 +435,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &self,
         scope: Option<(&'static str, Expiry)>,
     ) -> Context<'x, W, A> {
+        let earlier_upto = self.earlier_upto::<A>();
         Context {
             root: self.root,
             deps: self.deps,
@@ -449,8 +450,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 ledger,
                 anchor: self.prev_hash.clone(),
             }),
-            earlier_upto: self.earlier_upto::<A>(),
-            earlier: std::sync::OnceLock::new(),
+            earlier_upto,
+            payloads: (earlier_upto > 0).then(|| self.transcript.bytes.clone()),
+            earlier: once_cell::race::OnceBox::new(),
             agent: PhantomData,
         }
     }
@@ -665,7 +667,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Result<Option<RejectReason>, RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
-        let (format, refused) = match crate::encode::encode(&mut t.bytes, payload) {
+        let (format, refused) = match crate::encode::encode(t.bytes.tail(), payload) {
             Ok(format) => (format, None),
             Err(PayloadError::TooDeep { limit }) => {
                 t.bytes.extend_from_slice(b"null");
@@ -1323,7 +1325,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         result: Result<A::Next, Reject>,
         cx: Context<'x, W, A>,
     ) -> Result<Transition<W>, RunError> {
-        self.deliver_checked::<A>(result, |next| A::post(next, &cx))
+        // Moved into the check, which drops it once it ran: a context
+        // holding the run's payload bytes past it would make the record of
+        // the turn's transfer open a new chunk of them.
+        self.deliver_checked::<A>(result, move |next| A::post(next, &cx))
     }
 
     /// [`deliver`](Self::deliver) without the body's context: the context

@@ -59,7 +59,8 @@ pub struct Transcript {
     pub(crate) run_id: u64,
     pub(crate) graph: &'static crate::spec::Graph,
     pub(crate) entries: Vec<Entry>,
-    pub(crate) bytes: Vec<u8>,
+    /// The payloads' bytes, written once (read by the turns' contexts too).
+    pub(crate) bytes: crate::run::Payloads,
     /// The receipts with details (rejected, escalated, approved), by entry.
     pub(crate) notes: Vec<(u32, Receipt)>,
     /// The turns with tool calls or usage, by the entry each one produced
@@ -86,7 +87,7 @@ impl Transcript {
             run_id,
             graph,
             entries: Vec::with_capacity(32),
-            bytes: Vec::with_capacity(4096),
+            bytes: crate::run::Payloads::with_capacity(4096),
             notes: Vec::new(),
             turns: Vec::new(),
             root: None,
@@ -149,7 +150,7 @@ impl Transcript {
     /// 128-bit integer beyond 64 bits (see [`payload`](Self::payload)).
     pub fn payload_bytes(&self, i: usize) -> Option<&[u8]> {
         let e = self.entries.get(i)?;
-        self.bytes.get(e.start as usize..e.end as usize)
+        self.bytes.get(e.start, e.end)
     }
 
     /// The `i`th transfer's payload as JSON text: the same text

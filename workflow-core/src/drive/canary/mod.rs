@@ -95,7 +95,8 @@ impl<'x, W: Workflow> Harness<'x, W> {
             turn_seq: 0,
             journal: None,
             earlier_upto: 0,
-            earlier: std::sync::OnceLock::new(),
+            payloads: None,
+            earlier: once_cell::race::OnceBox::new(),
             agent: std::marker::PhantomData,
         }
     }

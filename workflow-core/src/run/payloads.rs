@@ -1,0 +1,191 @@
+//! The payload bytes of a run's transfers, written once: an append-only
+//! chain of chunks that the run writes at its end and that a turn's context
+//! reads (its agent's earlier turns) without a copy and without borrowing
+//! the run.
+//!
+//! The run holds the newest chunk; a context that may read earlier turns
+//! holds it too, for the length of its turn. The run writes into the newest
+//! chunk while nobody else holds it (the usual case: a context is dropped
+//! when its turn ends, before the turn's transfer is recorded), and opens a
+//! new chunk after it when a context still does (a fan-out's branches), so
+//! bytes once written never move and never change.
+
+use std::sync::Arc;
+
+/// The bytes a new chunk reserves when a context still holds the newest
+/// one (a run's first chunk reserves what [`Payloads::with_capacity`] asks).
+const CHUNK: usize = 1024;
+
+/// The payload bytes of a run's transfers, addressed by their offset from
+/// the first byte the run wrote (as the transcript's entries record them).
+/// Cloning shares the bytes; the clone and the original each write on into
+/// a chunk of their own.
+#[derive(Clone)]
+pub(crate) struct Payloads {
+    head: Arc<Chunk>,
+}
+
+/// One chunk: the bytes from offset `base` on, and the chunk before it.
+#[derive(Clone)]
+struct Chunk {
+    base: u32,
+    bytes: Vec<u8>,
+    prev: Option<Arc<Chunk>>,
+}
+
+impl Chunk {
+    /// The offset after this chunk's last byte.
+    fn end(&self) -> usize {
+        self.base as usize + self.bytes.len()
+    }
+}
+
+impl Drop for Chunk {
+    // The chain is dropped one chunk at a time, not by recursion: a long
+    // run with many fan-outs may have many chunks.
+    fn drop(&mut self) {
+        let mut prev = self.prev.take();
+        while let Some(chunk) = prev {
+            match Arc::try_unwrap(chunk) {
+                Ok(mut chunk) => prev = chunk.prev.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Payloads {
+    /// No bytes yet, `capacity` reserved.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Payloads {
+            head: Arc::new(Chunk {
+                base: 0,
+                bytes: Vec::with_capacity(capacity),
+                prev: None,
+            }),
+        }
+    }
+
+    /// The offset the next byte written takes: every byte written so far.
+    pub(crate) fn len(&self) -> usize {
+        self.head.end()
+    }
+
+    /// The bytes from offset `start` to `end`, if written.
+    pub(crate) fn get(&self, start: u32, end: u32) -> Option<&[u8]> {
+        let mut chunk = &*self.head;
+        // Nearly always the newest chunk, or the one before.
+        while start < chunk.base {
+            chunk = chunk.prev.as_deref()?;
+        }
+        chunk
+            .bytes
+            .get((start - chunk.base) as usize..end.checked_sub(chunk.base)? as usize)
+    }
+
+    /// The buffer the next bytes are appended to (its own length is not the
+    /// offset: see [`len`](Self::len)). Bytes already in it may be read by
+    /// others only when it was just opened empty, so appending and
+    /// truncating back to [`len`](Self::len) taken before are both safe.
+    pub(crate) fn tail(&mut self) -> &mut Vec<u8> {
+        if Arc::get_mut(&mut self.head).is_none() {
+            // Held by a context (or a clone): the bytes it may read stay
+            // where they are, and the run writes on after them.
+            let base = self.head.end() as u32;
+            let prev = self.head.clone();
+            self.head = Arc::new(Chunk {
+                base,
+                bytes: Vec::with_capacity(CHUNK),
+                prev: Some(prev),
+            });
+        }
+        // Unique now: `make_mut` never copies here.
+        &mut Arc::make_mut(&mut self.head).bytes
+    }
+
+    /// Appends `bytes`.
+    pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.tail().extend_from_slice(bytes);
+    }
+
+    /// Drops the bytes from offset `len` on, when they are in the chunk
+    /// being written (the bytes just appended, taken back on an error).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        let base = self.head.base as usize;
+        if len >= base
+            && let Some(chunk) = Arc::get_mut(&mut self.head)
+        {
+            chunk.bytes.truncate(len - base);
+        }
+    }
+
+    /// Gives back the chunk's unused reservation (for a transcript kept
+    /// after its run stopped).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if let Some(chunk) = Arc::get_mut(&mut self.head) {
+            chunk.bytes.shrink_to_fit();
+        }
+    }
+}
+
+impl std::fmt::Debug for Payloads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Payloads")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_by_a_holder_stay_put_while_the_run_writes_on() {
+        let mut p = Payloads::with_capacity(4);
+        p.extend_from_slice(b"abc");
+        let held = p.clone();
+        p.extend_from_slice(b"defgh");
+        assert_eq!(p.len(), 8);
+        assert_eq!(held.len(), 3);
+        assert_eq!(held.get(0, 3), Some(&b"abc"[..]));
+        assert_eq!(p.get(0, 3), Some(&b"abc"[..]));
+        assert_eq!(p.get(3, 8), Some(&b"defgh"[..]));
+        assert_eq!(held.get(3, 8), None);
+        drop(held);
+        // Unique again: written in place, no new chunk.
+        p.extend_from_slice(b"ij");
+        assert_eq!(p.get(3, 10), Some(&b"defghij"[..]));
+        assert!(p.head.prev.is_some());
+        assert_eq!(p.head.base, 3);
+    }
+
+    #[test]
+    fn a_truncate_takes_back_only_the_bytes_just_written() {
+        let mut p = Payloads::with_capacity(0);
+        p.extend_from_slice(b"abc");
+        let held = p.clone();
+        let start = p.len();
+        p.extend_from_slice(b"xyz");
+        p.truncate(start);
+        assert_eq!(p.len(), 3);
+        assert_eq!(held.get(0, 3), Some(&b"abc"[..]));
+        // Below the chunk being written: left alone.
+        p.truncate(1);
+        assert_eq!(p.get(0, 3), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn a_long_chain_drops_without_recursing() {
+        let mut p = Payloads::with_capacity(0);
+        for _ in 0..200_000 {
+            // Held while the run writes: a new chunk each time.
+            let keep = p.clone();
+            p.extend_from_slice(b"x");
+            drop(keep);
+        }
+        assert_eq!(p.get(199_999, 200_000), Some(&b"x"[..]));
+        assert_eq!(p.get(0, 1), Some(&b"x"[..]));
+        drop(p);
+    }
+}
