@@ -1527,9 +1527,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// One whole turn of agent `A`: [`receive`](Self::receive), its body
-    /// (under its timeout), [`deliver`](Self::deliver). A generated
-    /// workflow's turn is one call to this per agent; hand-written
-    /// workflows call it the same way.
+    /// (under its timeout), [`deliver`](Self::deliver). Generated code
+    /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         let cx = self.receive::<A>(&input)?;
         let result = match self.turn_limit::<A>() {

@@ -9,7 +9,7 @@ use syn::ext::IdentExt;
 use crate::check::workflow::Resolved;
 use crate::model::workflow::Workflow;
 
-use super::output_ty;
+use super::{body_call, output_ty};
 
 pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let wf_name = wf.name.unraw().to_string();
@@ -39,15 +39,38 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let doc = format!("`{}` runs next.", a.name);
         quote!(#[doc = #doc] #v(#ty))
     });
-    // One call into the runtime per turn: `Runtime::turn` receives the
-    // input (the receipt), runs the body (`Agent::run`) under its limit and
-    // delivers the result, generic over the agent, so the workflow's own
-    // `turn` only dispatches (checked once in `workflow-core`, not once per
-    // agent here).
     let turns = wf.agents.iter().map(|a| {
         let (v, n) = (a.variant.clone(), &a.name);
+        let body_future = body_call(a);
         quote! {
-            #state::#v(input) => run.turn::<#n::Agent>(input).await,
+            #state::#v(input) => {
+                let cx = run.receive::<#n::Agent>(&input)?;
+                // The body's future is built where it is awaited (not moved
+                // there), and the timer is boxed: a turn without a limit
+                // neither carries nor moves the timer's state. Inlined, not
+                // one call to `Runtime::turn`: that call's nested future
+                // costs a transition more moves, and saved no measurable
+                // `cargo check` time (book, performance, "Compile time").
+                let result = match run.turn_limit::<#n::Agent>() {
+                    ::workflow_core::__private::Option::None => {
+                        run.instrument_agent::<#n::Agent, _>(#body_future).await
+                    }
+                    ::workflow_core::__private::Option::Some(limit) => {
+                        match ::workflow_core::__private::Box::pin(
+                            ::workflow_core::__private::timeout(
+                                limit,
+                                run.instrument_agent::<#n::Agent, _>(#body_future),
+                            ),
+                        ).await {
+                            ::workflow_core::__private::Result::Ok(result) => result,
+                            ::workflow_core::__private::Result::Err(_) => {
+                                return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                            }
+                        }
+                    }
+                };
+                run.deliver_turn::<#n::Agent>(result)
+            }
         }
     });
     // Each fan-out: a state of its own (the branches' inputs), whose turn
