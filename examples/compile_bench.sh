@@ -4,7 +4,8 @@
 # traits, and as a plain enum-and-match program (examples/gen_compile_bench.rs).
 #
 # Dependencies are checked once (warm-up); then each crate alone is measured:
-# touch its lib.rs, `cargo check -p` it, REPS times (default 3), median.
+# touch its lib.rs, `cargo check -p` it; REPS rounds (default 3) of the
+# three crates in turn, median per crate. Then the expanded sizes.
 #
 # Run from anywhere: examples/compile_bench.sh [REPS]
 set -euo pipefail
@@ -21,23 +22,48 @@ cd "$out"
 echo "warm-up (dependencies and each crate once)..."
 cargo check --offline -q -p bench_macro -p bench_hand -p bench_plain
 
-now() { date +%s.%N; }
-declare -A med spread
-for c in macro hand plain; do
-  times=()
-  for _ in $(seq "$reps"); do
+# Rounds of one check per crate, in turn: a change in the machine's load
+# (other builds) falls on all three crates alike, not on one of them. Each
+# check is timed twice: wall clock, and CPU time (user + system, of cargo
+# and rustc), which other builds on the machine disturb much less.
+TIMEFORMAT='%R %U %S'
+declare -A wall cpu
+for _ in $(seq "$reps"); do
+  for c in macro hand plain; do
     touch "$c/src/lib.rs"
-    t0=$(now)
-    cargo check --offline -q -p "bench_$c"
-    t1=$(now)
-    times+=("$(echo "$t1 - $t0" | bc -l)")
+    { time cargo check --offline -q -p "bench_$c" 2>"$out/check.log"; } 2>"$out/time.txt" ||
+      { cat "$out/check.log"; exit 1; }
+    read -r r u s <"$out/time.txt"
+    wall[$c]+="$r "
+    cpu[$c]+="$(echo "$u + $s" | bc -l) "
   done
-  sorted=($(printf '%s\n' "${times[@]}" | sort -g))
-  med[$c]=${sorted[$(( ${#sorted[@]} / 2 ))]}
-  spread[$c]="${sorted[0]}..${sorted[-1]}"
-  printf '%-6s median %.2fs (runs: %s)\n' "$c" "${med[$c]}" "$(printf '%.2f ' "${times[@]}")"
 done
-printf 'macro/hand  = %.2fx\n' "$(echo "${med[macro]} / ${med[hand]}" | bc -l)"
-printf 'macro/plain = %.2fx\n' "$(echo "${med[macro]} / ${med[plain]}" | bc -l)"
-printf 'hand/plain  = %.2fx\n' "$(echo "${med[hand]} / ${med[plain]}" | bc -l)"
+median() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+declare -A mw mc
+for c in macro hand plain; do
+  mw[$c]=$(median "${wall[$c]}")
+  mc[$c]=$(median "${cpu[$c]}")
+  printf '%-6s wall median %.2fs (runs: %s)  cpu median %.2fs (runs: %s)\n' "$c" "${mw[$c]}" \
+    "$(printf '%.2f ' ${wall[$c]})" "${mc[$c]}" "$(printf '%.2f ' ${cpu[$c]})"
+done
+ratios() {
+  printf '%-4s macro/hand = %.2fx  macro/plain = %.2fx  hand/plain = %.2fx\n' "$1" \
+    "$(echo "$2 / $3" | bc -l)" "$(echo "$2 / $4" | bc -l)" "$(echo "$3 / $4" | bc -l)"
+}
+ratios wall "${mw[macro]}" "${mw[hand]}" "${mw[plain]}"
+ratios cpu "${mc[macro]}" "${mc[hand]}" "${mc[plain]}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+
+# What each crate expands to, which does not depend on the load: lines of
+# the expanded crate, `impl` blocks, and serde's impls among them
+# (`Serialize`, `Deserialize`, `Visitor`). `-Zunpretty` is unstable; with
+# RUSTC_BOOTSTRAP the stable compiler does it, in a target directory of its
+# own (build scripts such as proc-macro2's watch that variable: in the
+# timed one, it would have every dependency checked again next time).
+for c in macro hand plain; do
+  CARGO_TARGET_DIR="$out/target-expand" RUSTC_BOOTSTRAP=1 cargo rustc --offline -q -p "bench_$c" --profile=check -- -Zunpretty=expanded >"$out/$c.expanded.rs"
+  lines=$(wc -l <"$out/$c.expanded.rs")
+  impls=$(grep -cE '^\s*impl\b' "$out/$c.expanded.rs" || true)
+  serde=$(grep -cE '^\s*impl\b.*serde::(Serialize|Deserialize|de::Visitor)' "$out/$c.expanded.rs" || true)
+  printf '%-6s expands to %6d lines, %5d impl blocks, %4d of them serde'"'"'s\n' "$c" "$lines" "$impls" "$serde"
+done

@@ -2,7 +2,9 @@
 //! the same 50-agent, 200-edge workflow
 //!
 //! * `macro/`: with `#[workflow]`, `#[agent]` and `#[handoff]`;
-//! * `hand/`: written by hand against the traits, as
+//! * `hand/`: written by hand against the traits (the payloads with the
+//!   same derives, `Debug`, `Clone`, `PartialEq` and the three `#[handoff]`
+//!   adds), as
 //!   `examples/src/hand_written.rs` writes the loop workload (what the macros
 //!   would generate, without their compile-time checks);
 //! * `plain/`: a plain enum-and-match program of the same shape (one struct
@@ -150,7 +152,9 @@ fn macro_crate() -> String {
     s.push_str(DONE);
     s.push_str("#[workflow(entry = a0, output = Done)]\npub mod wide {\n    use super::*;\n\n");
     for i in 1..AGENTS {
-        s.push_str("    #[handoff]\n");
+        // The same derives as the hand-written payloads besides the three
+        // `#[handoff]` adds, so both crates derive the same impls.
+        s.push_str("    #[handoff]\n    #[derive(Debug, Clone, PartialEq)]\n");
         payload(i, true, &mut s);
     }
     for i in 0..AGENTS {

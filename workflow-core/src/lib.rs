@@ -334,17 +334,6 @@ pub mod __private {
         }
     }
 
-    /// Reads a contract part: used as its `deserialize_with`, so that a
-    /// missing part is an error whatever its type (serde would default an
-    /// `Option`, even one behind a type alias).
-    pub fn required<'de, D, T>(d: D) -> Result<T, D::Error>
-    where
-        D: serde::Deserializer<'de>,
-        T: serde::Deserialize<'de>,
-    {
-        T::deserialize(d)
-    }
-
     /// Asserts at compile time that `T` can be the `#[operation]` part of a
     /// handoff (not an `Option`, under any spelling).
     pub const fn assert_operation_part<T: crate::OperationPart>() {}

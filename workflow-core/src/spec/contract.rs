@@ -13,8 +13,10 @@
 //! [`StopConditions`]); `#[handoff]` asks for it on the part's type. None is
 //! implemented for `Option`, so a part cannot be optional under any
 //! spelling (a type alias, a re-export, a full path): an explicit `null`
-//! never reads as "nothing", and the published schema lists every part as
-//! required and non-null.
+//! never reads as "nothing", a missing part is serde's `missing field`
+//! error (serde reads an absent field as the value its type reads from
+//! `null`, and a part type has none), and the published schema lists every
+//! part as required and non-null.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

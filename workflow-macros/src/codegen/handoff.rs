@@ -47,6 +47,15 @@ fn refused(attr: &syn::Attribute, allowed: &[&str]) -> bool {
 /// The struct without what the rules reported: droppable serde options on
 /// parts, container options other than names, `cfg_attr`s hiding options,
 /// the user's own serde derives.
+///
+/// A part gets no attribute of its own to be required: its type must
+/// implement its part's trait (asked in `contract()`, or by an assertion for
+/// the operation), which no `Option` does under any spelling, and serde
+/// reads an absent field of any type that does not ask for an option as
+/// the `missing field` error. (A per-field `deserialize_with` did the same
+/// at the cost of two wrapper types with their `Deserialize` impls per
+/// part: most of what the macro's output cost to check over a hand-written
+/// workflow.)
 fn cleaned(h: &Handoff) -> syn::ItemStruct {
     let mut item = h.item.clone();
     item.attrs.retain(|a| !refused(a, &CONTAINER_SERDE_ALLOWED));
@@ -59,16 +68,6 @@ fn cleaned(h: &Handoff) -> syn::ItemStruct {
                     a.path().is_ident("schemars") && serde_has_other(a, &FIELD_SCHEMARS_ALLOWED);
                 !refused(a, &PART_SERDE_ALLOWED) && !schemars_refused && !is_cfg(a)
             });
-            let is_part = field.ident.as_ref().is_some_and(|f| h.is_contract_field(f));
-            if is_part {
-                field.attrs.retain(|a| !refused(a, &PART_SERDE_ALLOWED));
-                // Required whatever the type: serde reports a missing field
-                // for a `deserialize_with` field instead of defaulting it
-                // (which it would do for an `Option`, even behind an alias).
-                field.attrs.push(syn::parse_quote!(
-                    #[serde(deserialize_with = "::workflow_core::__private::required")]
-                ));
-            }
         }
     }
     item

@@ -180,9 +180,15 @@ fn aliases(wf: &Workflow) -> TokenStream {
 /// Compile-time assertions: the receiver of each edge owns the authority its
 /// payload delegates; the error lands on the receiver's name in `to = [...]`.
 /// The edge from the caller into the entry is one of them (`entry_owns`).
+///
+/// All in one `const` item (one body to check, not one per edge), and an
+/// assertion whose error would land on the handoff's own `#[authority]`
+/// type is written once per receiver: the other edges into that receiver
+/// would repeat it word for word, at the same place.
 pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
     let entry = entry_owns(wf, r);
-    let asserts = r
+    let mut at_type = std::collections::HashSet::new();
+    let asserts: Vec<TokenStream> = r
         .graph
         .edges
         .iter()
@@ -205,18 +211,31 @@ pub fn ownership_assertions(wf: &Workflow, r: &Resolved) -> TokenStream {
             // type that is not a scope is then reported once, on the field
             // (the compiler merges the identical error), not again at each
             // edge that carries it.
-            let at = authority_type_span(wf, payload).unwrap_or_else(|| token.span());
+            let type_span = authority_type_span(wf, payload);
+            if type_span.is_some() && !at_type.insert(b) {
+                return None;
+            }
+            let at = type_span.unwrap_or_else(|| token.span());
             let authority = quote_spanned! {at=>
                 <#payload as ::workflow_core::__private::Handoff>::Authority
             };
             Some(quote_spanned! {token.span()=>
-                const _: () = ::workflow_core::__private::assert_owns::<
+                ::workflow_core::__private::assert_owns::<
                     #receiver::Agent,
                     #authority,
                 >();
             })
-        });
-    quote!(#entry #(#asserts)*)
+        })
+        .collect();
+    if asserts.is_empty() {
+        return entry;
+    }
+    quote! {
+        #entry
+        const _: () = {
+            #(#asserts)*
+        };
+    }
 }
 
 /// The span of the `#[authority]` part's type of `payload` when `payload`

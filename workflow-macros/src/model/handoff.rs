@@ -220,12 +220,6 @@ impl Handoff {
             .filter(|c| !self.parts.iter().any(|p| p.field == c.field))
             .filter(|c| self.contracts.iter().filter(|d| d.field == c.field).count() == 1)
     }
-
-    /// Whether `field` carries contract parts (a part or the `#[contract]`).
-    pub fn is_contract_field(&self, field: &Ident) -> bool {
-        self.parts.iter().any(|p| p.field == *field)
-            || self.contracts.iter().any(|c| c.field == *field)
-    }
 }
 
 /// Takes the `#[pin(..)]` attributes off a field.
