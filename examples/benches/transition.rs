@@ -2,9 +2,11 @@
 //! workload: whole runs (divide by `1 + 2 * rounds` for per-transition
 //! numbers), and the serialization of one payload for the record, the
 //! largest single cost of a transition; a fan-out round (three branches at
-//! once and their join, `examples::fanout_bench`); and a transition made
+//! once and their join, `examples::fanout_bench`); a transition made
 //! durable in an SQLite ledger file (process-crash durability, so the
-//! number is the library's and not the disk's sync).
+//! number is the library's and not the disk's sync); and the model loop's
+//! overhead (`cx.tool_loop` over four replies of a model that costs
+//! nothing, `examples::model_tools`).
 //!
 //! Run: `cargo bench -p examples --bench transition`
 
@@ -113,5 +115,56 @@ fn record_payload(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, runs, fan_out, durable, record_payload);
+/// The offline responder's replies, over and over: each run of the
+/// incident workflow takes the next four (a model that costs nothing, so
+/// the time is the loop's own).
+struct Cycling {
+    replies: Vec<workflow_core::llm::ModelReply>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl workflow_core::llm::Model for Cycling {
+    fn name(&self) -> &str {
+        "cycling-responder"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a workflow_core::llm::ModelRequest,
+    ) -> workflow_core::llm::ModelFuture<'a> {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reply = self.replies[i % self.replies.len()].clone();
+        Box::pin(async move { Ok(reply) })
+    }
+}
+
+fn model_loop(c: &mut Criterion) {
+    use examples::model_tools::{Ops, alert, incident, script};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds");
+    let replies = script();
+    let steps = replies.len() as u64;
+    let model = std::sync::Arc::new(Cycling {
+        replies,
+        next: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let wf = incident::Workflow::new((), Ops::default()).with_model(model);
+    let mut group = c.benchmark_group("model_loop");
+    // Per model step: each run is four replies (four tool calls asked for,
+    // one refused, three made), then the answer checked and recorded.
+    group.throughput(Throughput::Elements(steps));
+    group.bench_function("incident_four_steps", |b| {
+        b.iter(|| {
+            let done = rt
+                .block_on(wf.run(black_box(alert())))
+                .expect("the run completes");
+            black_box(done.output)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, runs, fan_out, durable, model_loop, record_payload);
 criterion_main!(benches);

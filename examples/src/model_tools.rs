@@ -219,31 +219,34 @@ fn call(id: &str, tool: &str, arguments: serde_json::Value) -> ToolCallRequest {
     ToolCallRequest::new(id, tool, arguments.to_string())
 }
 
-/// The offline model: two lookups in one reply, a call to a tool that does
-/// not exist (refused and fed back), the rollback, the answer. Usage is
-/// reported as a real server would.
-pub fn scripted() -> ScriptedModel {
+/// The replies of the offline model, in order: two lookups in one reply, a
+/// call to a tool that does not exist (refused and fed back), the
+/// rollback, the answer. Usage is reported as a real server would.
+pub fn script() -> Vec<ModelReply> {
     let service = serde_json::json!({"service": "payments-api"});
     let answer = serde_json::to_string(&resolution()).unwrap_or_default();
-    ScriptedModel::named("scripted-responder")
-        .reply_with(
-            ModelReply::calls([
-                call("call_1", "error_rate", service.clone()),
-                call("call_2", "recent_deploys", service.clone()),
-            ])
-            .with_usage(Usage::tokens(520, 40)),
-        )
-        .reply_with(
-            ModelReply::calls([call("call_3", "restart_database", service)])
-                .with_usage(Usage::tokens(640, 20)),
-        )
-        .reply_with(
-            ModelReply::calls([call(
-                "call_4",
-                "rollback",
-                serde_json::json!({"service": "payments-api", "to_release": "r41"}),
-            )])
-            .with_usage(Usage::tokens(700, 30)),
-        )
-        .reply_with(ModelReply::text(answer).with_usage(Usage::tokens(760, 60)))
+    vec![
+        ModelReply::calls([
+            call("call_1", "error_rate", service.clone()),
+            call("call_2", "recent_deploys", service.clone()),
+        ])
+        .with_usage(Usage::tokens(520, 40)),
+        ModelReply::calls([call("call_3", "restart_database", service)])
+            .with_usage(Usage::tokens(640, 20)),
+        ModelReply::calls([call(
+            "call_4",
+            "rollback",
+            serde_json::json!({"service": "payments-api", "to_release": "r41"}),
+        )])
+        .with_usage(Usage::tokens(700, 30)),
+        ModelReply::text(answer).with_usage(Usage::tokens(760, 60)),
+    ]
+}
+
+/// The offline model: [`script`]'s replies, once.
+pub fn scripted() -> ScriptedModel {
+    script().into_iter().fold(
+        ScriptedModel::named("scripted-responder"),
+        |model, reply| model.reply_with(reply),
+    )
 }

@@ -367,6 +367,62 @@ fn snapshot_parallel() {
 }
 
 #[test]
+fn snapshot_parallel_rounds() {
+    // A branch of more than one turn: `security` hands on to `fixer`,
+    // which hands back (bounded) before the branch reaches the join.
+    let out = expand::workflow(
+        quote!(entry = lead, output = String),
+        quote! {
+            pub mod panel {
+                use super::*;
+
+                #[handoff]
+                pub struct SecurityAsk {
+                    #[contract] pub contract: Contract<authority::Security>,
+                }
+
+                #[handoff]
+                pub struct FixAsk {
+                    #[contract] pub contract: Contract<authority::Fix>,
+                }
+
+                #[handoff]
+                pub struct StyleAsk {
+                    #[contract] pub contract: Contract<authority::Style>,
+                }
+
+                #[agent(to = [parallel(security, style)])]
+                async fn lead(change: String, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Security], to = [fixer, judge])]
+                async fn security(a: SecurityAsk, cx: security::Context<'_>) -> Result<security::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Fix], to = [security(max = 2)])]
+                async fn fixer(a: FixAsk, cx: fixer::Context<'_>) -> Result<fixer::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Style], to = [judge])]
+                async fn style(a: StyleAsk, cx: style::Context<'_>) -> Result<style::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(join = [security: bool, style: bool], to = [END])]
+                async fn judge(views: judge::Joined, cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
 fn snapshot_map_quorum() {
     let out = expand::workflow(
         quote!(entry = dispatch, output = String),
