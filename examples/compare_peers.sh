@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs the reference workload (planner -> worker -> reviewer, ROUNDS rounds)
 # on this library and on the peers of ../shared/bench in one go, and prints
-# each one's time per transition and its ratio to ours.
+# each one's time per transition and its ratio to ours; then the two other
+# figures of issue 18: the memory per run (examples/bench_memory.rs, 10,000
+# runs under a counting allocator) and the compile time of a 50-agent,
+# 200-edge workflow (examples/compile_bench.sh 3; COMPARE_COMPILE=0 skips
+# it, a few minutes).
 #
 #   examples/compare_peers.sh [ROUNDS] [RUNS_RUST] [RUNS_PYTHON]
 #
@@ -136,3 +140,12 @@ awk '
   END { for (i = 1; i < NR; i++) printf "  %-28s %10.2f us  langgraph-sqlite is %.1fx slower\n", name[i], us[i], us[NR] / us[i] }
 ' "$durable"
 rm -f "$out" "$durable"
+
+echo
+echo "memory per run (cargo run --release -p examples --example bench_memory):"
+cargo run -q --release -p examples --example bench_memory
+if [ "${COMPARE_COMPILE:-1}" != 0 ]; then
+  echo
+  echo "compile time (examples/compile_bench.sh 3):"
+  examples/compile_bench.sh 3
+fi
