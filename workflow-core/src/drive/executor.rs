@@ -680,7 +680,11 @@ impl<W: Workflow> Executor<W> {
     /// (`#[tokio::main]`, or `Builder::enable_time`/`enable_all`); without
     /// one, tokio panics when the timeout starts.
     pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
-        self.start(input).finish().await
+        // Driven where it is (`Session::drive`), not moved into `finish`:
+        // the run's future holds the session once.
+        let mut session = self.start(input);
+        let ended = session.drive().await;
+        session.ended(ended)
     }
 
     /// Runs to the end or to a suspension, and says which as an
