@@ -516,12 +516,13 @@ impl<W: Workflow> Executor<W> {
                     });
                 }
             };
-            return Session {
+            // Driven in place: see `run`.
+            let mut session = Session {
                 run,
                 state: Ok(Some(state)),
-            }
-            .finish()
-            .await;
+            };
+            let ended = session.drive().await;
+            return session.ended(ended);
         }
         // Checked again here, where they are served (a ledger may override
         // `verify_run`): an entry that is not what was journaled is never
@@ -665,12 +666,13 @@ impl<W: Workflow> Executor<W> {
                 )));
             }
         };
-        Session {
+        // Driven in place: see `run`.
+        let mut session = Session {
             run,
             state: Ok(Some(state)),
-        }
-        .finish()
-        .await
+        };
+        let ended = session.drive().await;
+        session.ended(ended)
     }
 
     /// Runs to the end: the output, or the error that stopped the run; both
