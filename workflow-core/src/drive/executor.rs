@@ -518,12 +518,13 @@ impl<W: Workflow> Executor<W> {
                     });
                 }
             };
-            return Session {
+            // Driven in place: see `run`.
+            let mut session = Session {
                 run,
                 state: Ok(Some(state)),
-            }
-            .finish()
-            .await;
+            };
+            let ended = session.drive().await;
+            return session.ended(ended);
         }
         // Checked again here, where they are served (a ledger may override
         // `verify_run`): an entry that is not what was journaled is never
@@ -667,12 +668,13 @@ impl<W: Workflow> Executor<W> {
                 )));
             }
         };
-        Session {
+        // Driven in place: see `run`.
+        let mut session = Session {
             run,
             state: Ok(Some(state)),
-        }
-        .finish()
-        .await
+        };
+        let ended = session.drive().await;
+        session.ended(ended)
     }
 
     /// Runs to the end: the output, or the error that stopped the run; both
@@ -682,7 +684,11 @@ impl<W: Workflow> Executor<W> {
     /// (`#[tokio::main]`, or `Builder::enable_time`/`enable_all`); without
     /// one, tokio panics when the timeout starts.
     pub async fn run(&self, input: W::Input) -> Result<Completed<W::Output>, Aborted> {
-        self.start(input).finish().await
+        // Driven where it is (`Session::drive`), not moved into `finish`:
+        // the run's future holds the session once.
+        let mut session = self.start(input);
+        let ended = session.drive().await;
+        session.ended(ended)
     }
 
     /// Runs to the end or to a suspension, and says which as an

@@ -43,7 +43,11 @@ impl<W: Workflow> Executor<W> {
             lease: std::sync::Arc::new(lease),
         });
         let state = W::start(input, &mut run).map(Some);
-        Session { run, state }.finish().await
+        // Driven in place (`Session::drive`): the future holds the session
+        // once.
+        let mut session = Session { run, state };
+        let ended = session.drive().await;
+        session.ended(ended)
     }
 
     /// Carries on run `lease.run_id` from its records, as

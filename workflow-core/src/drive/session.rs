@@ -94,23 +94,23 @@ impl<'x, W: Workflow> Session<'x, W> {
     }
 
     /// Runs the remaining turns to the end.
-    pub async fn finish(self) -> Result<Completed<W::Output>, Aborted> {
-        let Session { mut run, state } = self;
-        let state = match state {
+    pub async fn finish(mut self) -> Result<Completed<W::Output>, Aborted> {
+        let ended = self.drive().await;
+        self.ended(ended)
+    }
+
+    /// The remaining turns, run on the session where it is. An executor
+    /// that owns the session awaits this rather than [`finish`](Self::finish):
+    /// a future that takes the session by value keeps it twice (its
+    /// argument, and the local it is moved into), about 1.1 KB more per
+    /// run in flight.
+    pub(crate) async fn drive(&mut self) -> Result<W::Output, RunError> {
+        let state = match std::mem::replace(&mut self.state, Ok(None)) {
             Ok(Some(state)) => state,
-            Ok(None) => {
-                return Err(Aborted {
-                    error: RunError::Finished,
-                    transcript: run.transcript,
-                });
-            }
-            Err(error) => {
-                return Err(Aborted {
-                    error,
-                    transcript: run.transcript,
-                });
-            }
+            Ok(None) => return Err(RunError::Finished),
+            Err(error) => return Err(error),
         };
+        let run = &mut self.run;
         let started = crate::observe::telemetry::now();
         #[cfg(feature = "tracing")]
         let span = tracing::info_span!(
@@ -122,24 +122,39 @@ impl<'x, W: Workflow> Session<'x, W> {
             "error.type" = tracing::field::Empty,
         );
         #[cfg(feature = "tracing")]
-        let ended =
-            tracing::Instrument::instrument(W::run_to_end(state, &mut run), span.clone()).await;
+        let ended = tracing::Instrument::instrument(W::run_to_end(state, run), span.clone()).await;
         #[cfg(not(feature = "tracing"))]
-        let ended = W::run_to_end(state, &mut run).await;
+        let ended = W::run_to_end(state, run).await;
         #[cfg(feature = "tracing")]
         if let Err(error) = &ended {
             span.record("error.type", error_type(error));
         }
         crate::observe::telemetry::run_ended::<W, _>(started, &ended);
+        ended
+    }
+
+    /// The run's result with its transcript, once [`drive`](Self::drive)
+    /// returned `ended`.
+    // The public `finish`'s result, as it was: `Aborted` carries the
+    // transcript by value.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn ended(
+        self,
+        ended: Result<W::Output, RunError>,
+    ) -> Result<Completed<W::Output>, Aborted> {
         match ended {
             Ok(output) => Ok(Completed {
                 output,
-                transcript: run.transcript,
+                transcript: self.run.transcript,
+            }),
+            Err(RunError::Finished) => Err(Aborted {
+                error: RunError::Finished,
+                transcript: self.run.transcript,
             }),
             Err(error) => {
                 // A stopped run may be held for long (a suspension waiting
                 // for a person): keep only what it recorded.
-                let mut transcript = run.transcript;
+                let mut transcript = self.run.transcript;
                 transcript.shrink_to_fit();
                 Err(Aborted { error, transcript })
             }
