@@ -575,20 +575,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             *head = at;
         }
         self.keep_turn(at, record);
-        let mut sender: Vec<RejectReason> = refused.into_iter().collect();
-        if let Some(bound) = info.bound {
-            let uses = self
-                .shared
-                .edge_uses
-                .get(edge as usize)
-                .map_or(u32::MAX, |u| {
-                    u.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                        .saturating_add(1)
-                });
-            if uses > bound {
-                sender.push(RejectReason::LoopBound { bound });
-            }
-        }
+        let sender: Vec<RejectReason> = refused
+            .into_iter()
+            .chain(self.take_edge(edge, info))
+            .collect();
         let mut turn = BranchTurn::new(branch, at, None);
         turn.depth = depth.saturating_add(1);
         self.open = open;

@@ -264,23 +264,38 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let contract = A::contract(&input);
         let scope = contract.as_ref().map(|c| (c.authority, c.expires));
         let mut turn = BranchTurn::new(branch, start, scope);
-        match self.transcript.receipt(start as usize) {
-            Some(Receipt::Rejected { reason }) => {
-                turn.state = BranchState::Refused(reason);
-                return Ok(turn);
-            }
+        if let Some(reason) = self.recorded_refusal(branch, start, "start")? {
+            turn.state = BranchState::Refused(reason);
+            return Ok(turn);
+        }
+        self.resume_turn(fork, turn, input, scope, anchor)
+    }
+
+    /// The recorded receipt of branch `branch`'s transfer at `seq` (its
+    /// `what`: start or step): `Some` with the reason it was refused,
+    /// `None` when its receiver's turn ran, an error for a receipt a
+    /// branch's transfer never gets.
+    fn recorded_refusal(
+        &self,
+        branch: u16,
+        seq: u32,
+        what: &str,
+    ) -> Result<Option<crate::spec::RejectReason>, RunError> {
+        match self.transcript.receipt(seq as usize) {
+            Some(Receipt::Rejected { reason }) => Ok(Some(reason)),
             _ if self
                 .transcript
                 .entries
-                .get(start as usize)
-                .is_some_and(|e| e.status.ran()) => {}
-            other => {
-                return Err(RunError::Resume(format!(
-                    "run {run_id}: branch {branch}'s start (#{start}) has a receipt a branch never gets: {other:?}"
-                )));
+                .get(seq as usize)
+                .is_some_and(|e| e.status.ran()) =>
+            {
+                Ok(None)
             }
+            other => Err(RunError::Resume(format!(
+                "run {}: branch {branch}'s {what} (#{seq}) has a receipt a branch's {what} never gets: {other:?}",
+                self.transcript.run_id
+            ))),
         }
-        self.resume_turn(fork, turn, input, scope, anchor)
     }
 
     /// A resumed branch turn whose transfer (`turn.start`, whose hash is
@@ -365,7 +380,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 "branch {branch}'s step #{seq} is not in the transcript"
             )));
         };
-        let (format, status) = (entry.format, entry.status);
+        let format = entry.format;
         let bytes = self.transcript.payload_bytes(i).unwrap_or_default();
         let input: B::Input = crate::encode::decode(format, bytes)
             .map_err(|error| RunError::Unreadable { seq, error })?;
@@ -390,17 +405,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         *head = seq;
         let mut turn = BranchTurn::new(branch, seq, None);
         turn.depth = depth.saturating_add(1);
-        match self.transcript.receipt(i) {
-            Some(Receipt::Rejected { reason }) => {
-                turn.state = BranchState::Refused(reason);
-                return Ok(turn);
-            }
-            _ if status.ran() => {}
-            other => {
-                return Err(RunError::Resume(format!(
-                    "run {run_id}: branch {branch}'s step (#{seq}) has a receipt a step never gets: {other:?}"
-                )));
-            }
+        if let Some(reason) = self.recorded_refusal(branch, seq, "step")? {
+            turn.state = BranchState::Refused(reason);
+            return Ok(turn);
         }
         let scope = B::contract(&input).map(|c| (c.authority, c.expires));
         turn.scope = scope;

@@ -525,17 +525,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
             self.verdict(reason)?;
         }
-        if let Some(bound) = info.bound {
-            let uses = self
-                .shared
-                .edge_uses
-                .get(edge as usize)
-                .map_or(u32::MAX, |u| {
-                    u.fetch_add(1, Ordering::Relaxed).saturating_add(1)
-                });
-            if uses > bound {
-                return Err(self.reject_last(RejectReason::LoopBound { bound }));
-            }
+        if let Some(reason) = self.take_edge(edge, info) {
+            return Err(self.reject_last(reason));
         }
         if let Some(question) = self.dropped_question(contract.as_ref()) {
             self.verdict(RejectReason::UncertaintyDropped { question })?;
@@ -544,6 +535,25 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.verdict(reason)?;
         }
         Ok(())
+    }
+
+    /// Counts one more use of edge `edge` (`info`): past its loop bound, the
+    /// reason its transfer is refused.
+    #[inline]
+    pub(super) fn take_edge(
+        &self,
+        edge: u16,
+        info: &crate::spec::EdgeInfo,
+    ) -> Option<RejectReason> {
+        let bound = info.bound?;
+        let uses = self
+            .shared
+            .edge_uses
+            .get(edge as usize)
+            .map_or(u32::MAX, |u| {
+                u.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+            });
+        (uses > bound).then_some(RejectReason::LoopBound { bound })
     }
 
     /// Records the transfer of the workflow output over edge `edge` to

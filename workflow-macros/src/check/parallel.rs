@@ -369,21 +369,20 @@ fn resolve_regions(
             .find(|&i| graph.edges[i].from == fork.branches[k]);
         fork.edges[k].1 = own.or(fork.exits[k].first().copied());
     }
-    if !fork.multi_turn() {
-        return;
-    }
-    let long = fork
+    // The first branch of more than one turn: its first and second agents.
+    let Some((long, second)) = fork
         .regions
         .iter()
-        .position(|r| r.len() > 1)
-        .map_or_else(String::new, |k| name(fork.branches[k]));
+        .find_map(|r| Some((name(r[0]), name(*r.get(1)?))))
+    else {
+        return;
+    };
     if fork.map.is_some() {
         fork.clean = false;
         cx.error_spanned_by(
             &fork.token,
             format!(
-                "the items of `{from}`'s map take one turn each: `{long}` hands on to `{}` inside the map, which is not built yet; hand on to the join `{join_name}`, and from there to the next step",
-                name(fork.regions.iter().find(|r| r.len() > 1).map_or(0, |r| r[1]))
+                "the items of `{from}`'s map take one turn each: `{long}` hands on to `{second}` inside the map, which is not built yet; hand on to the join `{join_name}`, and from there to the next step"
             ),
         );
     }
@@ -474,15 +473,16 @@ fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel) {
                 )
         })
     };
-    let mut held: Vec<(String, usize, usize)> = Vec::new();
+    // Each write tool and the branch that holds it first.
+    let mut held: Vec<(String, usize)> = Vec::new();
     for (k, region) in fork.regions.iter().enumerate() {
         for tool in region.iter().flat_map(|&b| &wf.agents[b].args.tools) {
             if !writes(tool) {
                 continue;
             }
             let key = tool.unraw().to_string();
-            match held.iter().find(|(t, _, _)| *t == key) {
-                Some((_, other, _)) if *other != k => cx.error_spanned_by(
+            match held.iter().find(|(t, _)| *t == key) {
+                Some((_, other)) if *other != k => cx.error_spanned_by(
                     tool,
                     format!(
                         "branches `{}` and `{}` of the fan-out of `{}` run at the same time and both hold write tool `{key}`: two turns could apply the same change; grant it to one of them, or move the write after the join",
@@ -492,7 +492,7 @@ fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel) {
                     ),
                 ),
                 Some(_) => {}
-                None => held.push((key, k, 0)),
+                None => held.push((key, k)),
             }
         }
     }
