@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::spec::PayloadError;
 
 mod faithful;
+mod fast;
 mod json;
 mod scan;
 
@@ -43,6 +44,24 @@ pub(crate) use crate::spec::PayloadFormat as Format;
 /// [`PayloadError::NonFinite`]): the encoder stops at the first level past
 /// the limit, so a value built in code however deep never recurses further.
 pub(crate) fn encode<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    payload: &P,
+) -> Result<Format, PayloadError> {
+    let start = buf.len();
+    // The common shapes, written directly; anything else (and every
+    // refusal) goes through `rmp_serde` and `Faithful`, which write the
+    // same bytes for what the fast path covers.
+    if fast::write(buf, payload).is_ok() {
+        return Ok(Format::Msgpack);
+    }
+    buf.truncate(start);
+    encode_slow(buf, payload)
+}
+
+/// [`encode`] through `rmp_serde` and [`Faithful`](faithful): the reference
+/// the fast path is compared with, and the path for every value it gives up
+/// on.
+fn encode_slow<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     payload: &P,
 ) -> Result<Format, PayloadError> {

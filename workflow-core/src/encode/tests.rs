@@ -404,3 +404,211 @@ fn tool_json_text_is_serde_json_text_within_the_limits() {
         std::mem::forget(value);
     });
 }
+
+/// What the fast path writes for `value`, or `None` when it gives up;
+/// checked against what `rmp_serde` and `Faithful` write for it, and that
+/// [`encode`] writes the slow path's bytes whichever path it takes.
+fn fast_and_slow<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
+    let mut slow = vec![1, 2];
+    let slow_result = super::encode_slow(&mut slow, value);
+    let mut both = vec![1, 2];
+    let result = encode(&mut both, value);
+    assert_eq!(
+        format!("{result:?}"),
+        format!("{slow_result:?}"),
+        "encode answers as the slow path"
+    );
+    assert_eq!(both, slow, "encode writes the slow path's bytes");
+    let mut fast = vec![1, 2];
+    match super::fast::write(&mut fast, value) {
+        Ok(()) => {
+            assert_eq!(slow_result.ok(), Some(Format::Msgpack));
+            assert_eq!(fast, slow, "the fast path writes rmp_serde's bytes");
+            Some(fast)
+        }
+        Err(_) => None,
+    }
+}
+
+/// The fast path writes exactly the slow path's bytes for every shape it
+/// covers, at every length and integer boundary MessagePack has.
+#[test]
+fn the_fast_path_writes_the_slow_paths_bytes() {
+    use std::collections::HashMap;
+    #[derive(Serialize)]
+    struct Fields {
+        unit: Unit,
+        newtype: Newtype,
+        external: Vec<External>,
+        internal: Vec<Internal>,
+        untagged: Vec<Untagged>,
+        ip: std::net::IpAddr,
+        socket: std::net::SocketAddr,
+        duration: std::time::Duration,
+        floats: (f32, f64, f64),
+        ints: (i8, i64, u64, i128, u128),
+        chars: (char, String, &'static str),
+        bytes: Vec<u8>,
+        byte_buf: serde_bytes_like::Bytes,
+        none: Option<u8>,
+        some: Option<Option<bool>>,
+        text_keys: BTreeMap<String, u8>,
+        enum_keys: BTreeMap<Key, u8>,
+        empty: (Vec<u8>, BTreeMap<String, u8>, ()),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+    }
+    #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+    enum Key {
+        Left,
+        Right,
+    }
+    mod serde_bytes_like {
+        /// Serialized with `serialize_bytes`.
+        pub struct Bytes(pub Vec<u8>);
+        impl serde::Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(&self.0)
+            }
+        }
+    }
+    let value = Fields {
+        unit: Unit,
+        newtype: Newtype(7),
+        external: vec![
+            External::A,
+            External::B(-3),
+            External::C(1, "c".into()),
+            External::D { x: 0.5 },
+        ],
+        internal: vec![Internal::One, Internal::Two { n: 2 }],
+        untagged: vec![Untagged::N(u64::MAX), Untagged::S("s".into())],
+        ip: "10.0.0.1".parse().expect("an IP"),
+        socket: "[::1]:8080".parse().expect("a socket address"),
+        duration: std::time::Duration::from_millis(1500),
+        floats: (1.1, -2.5e-300, f64::MAX),
+        ints: (i8::MIN, i64::MIN, u64::MAX, -1, 1),
+        chars: ('é', "日本".into(), "tab\there"),
+        bytes: vec![0, 1, 255],
+        byte_buf: serde_bytes_like::Bytes(vec![7; 300]),
+        none: None,
+        some: Some(None),
+        text_keys: BTreeMap::from([("a".into(), 1), ("b".into(), 2)]),
+        enum_keys: BTreeMap::from([(Key::Left, 1), (Key::Right, 2)]),
+        empty: (Vec::new(), BTreeMap::new(), ()),
+        skipped: None,
+    };
+    assert!(
+        fast_and_slow(&value).is_some(),
+        "a common payload takes the fast path"
+    );
+
+    // Every integer boundary of MessagePack, both signs.
+    let mut ints: Vec<i64> = Vec::new();
+    for edge in [
+        0i64, 31, 32, 127, 128, 255, 256, 32_767, 32_768, 65_535, 65_536,
+    ] {
+        ints.extend([edge - 1, edge, edge + 1, -edge - 1, -edge, -edge + 1]);
+    }
+    ints.extend([
+        i64::from(i32::MIN) - 1,
+        i64::from(i32::MIN),
+        i64::from(u32::MAX),
+        i64::from(u32::MAX) + 1,
+        i64::MIN,
+        i64::MAX,
+    ]);
+    for &n in &ints {
+        assert!(fast_and_slow(&n).is_some(), "{n}");
+        if let Ok(u) = u64::try_from(n) {
+            assert!(fast_and_slow(&u).is_some(), "{u}");
+        }
+        if let Ok(v) = i8::try_from(n) {
+            assert!(fast_and_slow(&v).is_some(), "{v}");
+        }
+        if let Ok(v) = i16::try_from(n) {
+            assert!(fast_and_slow(&v).is_some(), "{v}");
+        }
+        if let Ok(v) = u16::try_from(n) {
+            assert!(fast_and_slow(&v).is_some(), "{v}");
+        }
+        assert!(fast_and_slow(&i128::from(n)).is_some(), "{n}");
+    }
+    assert!(fast_and_slow(&u64::MAX).is_some());
+    assert!(fast_and_slow(&u128::from(u64::MAX)).is_some());
+    assert!(fast_and_slow(&f32::MIN_POSITIVE).is_some());
+
+    // Every length boundary of text, bytes, arrays and maps.
+    for len in [0usize, 15, 16, 31, 32, 255, 256, 65_535, 65_536, 70_000] {
+        assert!(fast_and_slow(&"x".repeat(len)).is_some(), "text of {len}");
+        let bytes = serde_bytes_like::Bytes(vec![1; len]);
+        assert!(fast_and_slow(&bytes).is_some(), "bytes of {len}");
+        assert!(fast_and_slow(&vec![true; len]).is_some(), "array of {len}");
+        let map: HashMap<String, u8> = (0..len).map(|i| (i.to_string(), 1)).collect();
+        let map: BTreeMap<_, _> = map.into_iter().collect();
+        assert!(fast_and_slow(&map).is_some(), "map of {len}");
+    }
+
+    // The contract parts of a handoff, as a workflow sends them.
+    let parts = (
+        crate::spec::Operation::new("round", "detail"),
+        crate::spec::Expiry::AtHop(4),
+        crate::spec::Expiry::Never,
+        crate::spec::StopWhen::at_hop(9)
+            .or_tokens(100)
+            .or_when("done"),
+        vec![
+            crate::spec::Evidence::complete("tool", "claim").resolving("q"),
+            crate::spec::Evidence::partial("doc", "half"),
+        ],
+        vec![crate::spec::Uncertainty::new("q", "i")],
+    );
+    assert!(
+        fast_and_slow(&parts).is_some(),
+        "the contract parts take the fast path"
+    );
+    let json = serde_json::json!({"a": [1, -2, 3.5, null, true, "s"], "b": {"c": {}}});
+    assert!(
+        fast_and_slow(&json).is_some(),
+        "a JSON value takes the fast path"
+    );
+}
+
+/// Everything the fast path does not cover goes through the slow path,
+/// which answers as before: the JSON fallback, the refusals with their
+/// place, a length not known up front.
+#[test]
+fn the_fast_path_gives_up_on_what_the_slow_path_decides() {
+    #[derive(Serialize)]
+    struct Flat {
+        a: u8,
+        #[serde(flatten)]
+        rest: BTreeMap<String, u8>,
+    }
+    #[derive(Serialize)]
+    struct Wide {
+        n: u128,
+    }
+    #[derive(Serialize)]
+    struct NotFinite {
+        x: Vec<f64>,
+    }
+    let flat = Flat {
+        a: 1,
+        rest: BTreeMap::from([("b".into(), 2)]),
+    };
+    assert_eq!(fast_and_slow(&flat), None, "a length not known up front");
+    assert_eq!(fast_and_slow(&Wide { n: u128::MAX }), None);
+    assert_eq!(
+        fast_and_slow(&NotFinite {
+            x: vec![1.0, f64::NAN]
+        }),
+        None
+    );
+    assert_eq!(fast_and_slow(&BTreeMap::from([(1u32, "one")])), None);
+    assert_eq!(fast_and_slow(&BTreeMap::from([((1u8, 2u8), 3u8)])), None);
+    assert!(fast_and_slow(&nested(MAX_PAYLOAD_DEPTH)).is_some());
+    assert_eq!(fast_and_slow(&nested(MAX_PAYLOAD_DEPTH + 1)), None);
+    let raw = serde_json::value::RawValue::from_string("[1]".to_owned()).expect("valid JSON");
+    assert_eq!(fast_and_slow(&raw), None);
+}
