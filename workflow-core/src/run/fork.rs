@@ -52,9 +52,9 @@ pub struct ForkRun {
     /// The sequence number the next accepted branch turn's record will
     /// take (its journal's key).
     pub(super) next_outcome: u32,
-    /// Where the records of the round of turns being settled next begin:
-    /// branches of several turns run in rounds, one turn per branch at a
-    /// time ([`Runtime::settling`]).
+    /// The sequence number of the next record the rounds of a fan-out whose
+    /// branches take more than one turn write (or, resumed, read back):
+    /// each round's turns are numbered from it ([`Runtime::ready`]).
     pub(super) round_base: u32,
     /// What the branches left open, for the join's turn.
     pub(super) carried: Vec<String>,
@@ -63,6 +63,10 @@ pub struct ForkRun {
     map: bool,
     /// A fan-out resumed after a crash: the records it already has.
     pub(super) resume: Option<crate::run::ForkResume>,
+    /// Branches run in rounds: an accepted turn's body is readied at the
+    /// start of its round ([`Runtime::ready`]), once the sequence number of
+    /// the record its turn will write is known.
+    pub(super) deferred: bool,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -109,6 +113,15 @@ pub(super) enum BranchState<'x, W: Workflow, A: Agent<W>> {
     /// A resumed fan-out: its outcome is recorded (at this sequence
     /// number), read back instead of running the body again.
     Recorded(u32),
+    /// Accepted in a fan-out whose branches run in rounds: its body is
+    /// readied at the start of its round ([`Runtime::ready`]). `anchor`:
+    /// the hash of the transfer it works on; `resumed`: a resumed turn,
+    /// whose record may be read back or whose journal served.
+    Accepted {
+        input: A::Input,
+        anchor: Arc<str>,
+        resumed: bool,
+    },
     /// Accepted, waiting for [`run_branches`].
     Ready {
         input: A::Input,
@@ -369,9 +382,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             carried: Vec::new(),
             map,
             resume,
+            deferred: false,
             #[cfg(feature = "tracing")]
             span,
         })
+    }
+
+    /// Opens fan-out `fork`, whose branches take more than one turn, after
+    /// its agent's turn: as [`fork`](Self::fork), its branches run in
+    /// rounds, each round's accepted turns readied at its start
+    /// ([`ready`](Self::ready)).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn fork_rounds(&mut self, fork: &'static Fork) -> Result<ForkRun, RunError> {
+        let mut run = self.open_fork(fork, fork.branches.len(), false)?;
+        run.deferred = true;
+        Ok(run)
     }
 
     /// Opens map fan-out `fork` (`map(worker, max = N)`, its one branch
@@ -506,24 +531,60 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.commit_last()?;
         self.receipt_decided();
         self.turn_input = turn.start as usize;
-        self.progress::<A>();
+        if !fork.deferred {
+            self.progress::<A>();
+        }
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
         let anchor = self.prev_hash.clone();
-        self.start_body(fork, turn, input, cx, anchor, None);
+        if fork.deferred {
+            turn.state = BranchState::Accepted {
+                input,
+                anchor,
+                resumed: false,
+            };
+        } else {
+            self.start_body(fork, turn, input, cx, anchor, None);
+        }
         Ok(())
     }
 
-    /// Starts the next round of a fan-out whose branches take more than one
-    /// turn: `writing` turns (those [`BranchBody::writes`]) are settled
-    /// next, in branch order, each writing one record (or, resumed, reading
-    /// it back). The turns their steps start take the records after those.
+    /// Readies the body of branch `turn`, accepted in a fan-out whose
+    /// branches run in rounds: called at the start of each round, for each
+    /// of its turns in order (a turn not accepted is left as it is). Its
+    /// journal takes the sequence number of the record its turn will write,
+    /// the next of the round's; a resumed turn whose record is written is
+    /// read back instead, a cut one runs again served the calls journaled
+    /// under it.
     #[doc(hidden)] // for generated fork turns and hand-written workflows
-    pub fn settling(&mut self, fork: &mut ForkRun, writing: usize) {
-        let base = fork.round_base;
-        let next = base.saturating_add(writing as u32);
-        fork.round_base = next;
-        fork.next_outcome = next;
+    pub fn ready<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+    ) -> Result<(), RunError> {
+        if !matches!(turn.state, BranchState::Accepted { .. }) {
+            return Ok(());
+        }
+        let BranchState::Accepted {
+            input,
+            anchor,
+            resumed,
+        } = std::mem::replace(&mut turn.state, BranchState::Running)
+        else {
+            return Ok(());
+        };
+        fork.next_outcome = fork.round_base;
+        let readied = if resumed {
+            self.resume_ready(fork, turn, input, anchor)
+        } else {
+            let mut cx = self.context::<A>(turn.scope);
+            cx.lease_seq = turn.start;
+            self.progress::<A>();
+            self.start_body(fork, turn, input, cx, anchor, None);
+            Ok(())
+        };
+        fork.round_base = fork.next_outcome;
+        readied
     }
 
     /// Records what a branch turn handed on (`handing`, from
@@ -532,8 +593,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// the checks of any handoff (a loop bound, a dropped question) and
     /// `B`'s receipt. A refusal ends the branch ([`Branch::Rejected`], from
     /// [`finish`](Self::finish) on the returned turn); an accepted turn's
-    /// body runs in the next round (call [`settling`](Self::settling) before
-    /// each round's settles).
+    /// body runs in the next round (readied at its start: [`ready`](Self::ready)).
     #[doc(hidden)] // for generated fork turns and hand-written workflows
     pub fn step<B: Agent<W>>(
         &mut self,
@@ -780,9 +840,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             BranchState::Ran(ran) => Ok(ran),
             BranchState::Cancelled(reason) => Err(reason),
-            BranchState::Ready { .. } | BranchState::Running => {
+            BranchState::Ready { .. } | BranchState::Running | BranchState::Accepted { .. } => {
                 return Err(RunError::Protocol(format!(
-                    "branch {branch} (`{}`) was settled before its body ran (call `run_branches` first)",
+                    "branch {branch} (`{}`) was settled before its body ran (call `ready` and `run_branches` first)",
                     agent_name::<W>(A::INDEX)
                 )));
             }

@@ -310,13 +310,37 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         scope: Option<(&'static str, crate::spec::Expiry)>,
         anchor: Arc<str>,
     ) -> Result<BranchTurn<'x, W, A>, RunError> {
-        let run_id = self.transcript.run_id;
-        let (branch, start) = (turn.branch, turn.start);
         let contract = A::contract(&input);
         self.turn_scope = scope;
-        self.turn_input = start as usize;
+        self.turn_input = turn.start as usize;
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
+        if fork.deferred {
+            turn.state = BranchState::Accepted {
+                input,
+                anchor,
+                resumed: true,
+            };
+            return Ok(turn);
+        }
+        self.resume_ready(fork, &mut turn, input, anchor)?;
+        Ok(turn)
+    }
+
+    /// The rest of [`resume_turn`](Self::resume_turn), once the sequence
+    /// number of the record the turn writes is known
+    /// (`fork.next_outcome`): that record read back when it is written,
+    /// otherwise the turn's body readied, served the calls journaled under
+    /// it.
+    pub(super) fn resume_ready<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+        input: A::Input,
+        anchor: Arc<str>,
+    ) -> Result<(), RunError> {
+        let run_id = self.transcript.run_id;
+        let (branch, start) = (turn.branch, turn.start);
         let turn_seq = fork.next_outcome;
         let recorded = fork.resume.as_ref().and_then(|r| {
             r.chain
@@ -333,7 +357,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             fork.next_outcome = fork.next_outcome.saturating_add(1);
             self.hops += 1;
             turn.state = BranchState::Recorded(seq);
-            return Ok(turn);
+            return Ok(());
         }
         // A cut branch: its turn again, the calls it made before the crash
         // served (checked where they are served, as a cut turn's are).
@@ -351,11 +375,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 journaled.into_iter().map(|entry| entry.call).collect(),
             )
         });
-        let mut cx = self.context::<A>(self.turn_scope);
+        let mut cx = self.context::<A>(turn.scope);
         cx.lease_seq = start;
         self.progress::<A>();
-        self.start_body(fork, &mut turn, input, cx, anchor, calls);
-        Ok(turn)
+        self.start_body(fork, turn, input, cx, anchor, calls);
+        Ok(())
     }
 
     /// A resumed branch's step, recorded at `seq` (what turn `depth` of

@@ -474,6 +474,10 @@ fn rounds(
         let av = &wf.agents[a].variant;
         quote!(Self::#av(turn) => turn,)
     });
+    let readies = agents.iter().map(|&(_, a)| {
+        let av = &wf.agents[a].variant;
+        quote!(Self::#av(turn) => run.ready(fork, turn),)
+    });
     let doc = format!("The turns of the branches of `{from}`'s fan-out, one per branch at a time.");
     let items = quote! {
         #[doc = #doc]
@@ -486,6 +490,16 @@ fn rounds(
             fn body(&mut self) -> &mut dyn ::workflow_core::__private::BranchBody {
                 match self {
                     #(#bodies)*
+                }
+            }
+
+            fn ready(
+                &mut self,
+                run: &mut ::workflow_core::__private::Runtime<'x, #spec>,
+                fork: &mut ::workflow_core::__private::ForkRun,
+            ) -> ::workflow_core::__private::Result<(), ::workflow_core::__private::RunError> {
+                match self {
+                    #(#readies)*
                 }
             }
         }
@@ -587,21 +601,23 @@ fn rounds(
     let n = fork.branches.len();
     let arm = quote! {
         #state::#v(parallel) => {
-            let mut fork = run.fork(&#stat)?;
+            let mut fork = run.fork_rounds(&#stat)?;
             let mut __wf_turns: ::workflow_core::__private::Vec<#turn_enum<'_>> =
                 ::workflow_core::__private::Vec::with_capacity(#n);
             #(#starts)*
             #(#outs)*
-            // One round: every branch's current turn at once, then each
-            // settled in branch order.
+            // One round: every branch's current turn readied (the record
+            // each will write numbered), run at once, then each settled in
+            // branch order.
             while !__wf_turns.is_empty() {
+                for turn in __wf_turns.iter_mut() {
+                    turn.ready(run, &mut fork)?;
+                }
                 {
                     let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
                         __wf_turns.iter_mut().map(|t| t.body()).collect();
                     ::workflow_core::__private::run_branches(&mut bodies).await;
                 }
-                let writing = __wf_turns.iter_mut().filter_map(|t| t.body().writes().then_some(())).count();
-                run.settling(&mut fork, writing);
                 let mut __wf_next = ::workflow_core::__private::Vec::with_capacity(__wf_turns.len());
                 for turn in __wf_turns {
                     match turn {
