@@ -34,19 +34,19 @@ use crate::spec::{TurnRecord, Usage, agent_name};
 /// A fan-out under way: opened by [`Runtime::fork`], consumed by
 /// [`Runtime::join`].
 pub struct ForkRun {
-    fork: &'static Fork,
+    pub(super) fork: &'static Fork,
     /// The record the fan-out agent's turn worked on.
-    at: u32,
+    pub(super) at: u32,
     /// The scope the fan-out agent worked under: the grantor of every
     /// branch's lease.
-    scope: Option<(&'static str, Expiry)>,
+    pub(super) scope: Option<(&'static str, Expiry)>,
     /// The questions the fan-out agent received: each branch's handoff
     /// carries them forward (or resolves them).
-    open: Vec<String>,
+    pub(super) open: Vec<String>,
     /// What the run had spent when the branches started.
-    spent: Usage,
+    pub(super) spent: Usage,
     /// What the branches spend, all together, while they run.
-    pool: Arc<std::sync::Mutex<Usage>>,
+    pub(super) pool: Arc<std::sync::Mutex<Usage>>,
     /// Each branch's last record so far.
     pub(super) heads: Vec<u32>,
     /// The sequence number the next accepted branch turn's record will
@@ -67,6 +67,9 @@ pub struct ForkRun {
     /// start of its round ([`Runtime::ready`]), once the sequence number of
     /// the record its turn will write is known.
     pub(super) deferred: bool,
+    /// A fan-out inside a branch of another (nested): that branch, and
+    /// which of its turns (its depth) fanned out.
+    pub(super) outer: Option<(u16, u16)>,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -101,6 +104,9 @@ pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
     pub(super) scope: Option<(&'static str, Expiry)>,
     /// The questions the branch received.
     pub(super) open: Vec<String>,
+    /// A nested join's turn: the disagreement among the verdicts it
+    /// received, which what it hands on must carry forward.
+    pub(super) dissent: Option<crate::spec::Disagreement>,
     /// The branch's own turn log, its budget pooled with its siblings'.
     shared: Option<Arc<RunShared>>,
     #[cfg(feature = "tracing")]
@@ -147,6 +153,7 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
             state: BranchState::Running,
             scope,
             open: Vec::new(),
+            dissent: None,
             shared: None,
             #[cfg(feature = "tracing")]
             span: tracing::Span::none(),
@@ -191,8 +198,19 @@ pub struct Handing {
     start: u32,
     depth: u16,
     agent: &'static str,
-    open: Vec<String>,
-    record: Option<TurnRecord>,
+    pub(super) open: Vec<String>,
+    pub(super) record: Option<TurnRecord>,
+    /// The disagreement the turn received (a nested join's), which what it
+    /// hands on must carry forward.
+    dissent: Option<crate::spec::Disagreement>,
+}
+
+impl Handing {
+    /// The branch, the record the turn worked on, and which of the
+    /// branch's turns it was.
+    pub(super) fn place(&self) -> (u16, u32, u16) {
+        (self.branch, self.start, self.depth)
+    }
 }
 
 /// A branch whose body [`run_branches`] can run.
@@ -321,7 +339,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Opens fan-out `fork` with `branches` branches (`map`: one per item of
     /// a map, all taking the fork's one branch's edges).
-    fn open_fork(
+    pub(super) fn open_fork(
         &mut self,
         fork: &'static Fork,
         branches: usize,
@@ -383,6 +401,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             map,
             resume,
             deferred: false,
+            outer: None,
             #[cfg(feature = "tracing")]
             span,
         })
@@ -437,6 +456,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         A::Input: Serialize,
     {
+        self.branch_with::<A>(fork, branch, input, None)
+    }
+
+    /// [`branch`](Self::branch), with the record of the turn that fanned
+    /// out kept on the start (a fan-out inside a branch: its agent's turn
+    /// was a branch turn).
+    pub(super) fn branch_with<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        input: A::Input,
+        keep: Option<TurnRecord>,
+    ) -> Result<BranchTurn<'x, W, A>, RunError>
+    where
+        A::Input: Serialize,
+    {
         let Some(edge) = fork.edges(branch).map(|b| b.start) else {
             return Err(RunError::Protocol(format!(
                 "fan-out of agent `{}` has no branch {branch}",
@@ -457,6 +492,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .as_ref()
             .and_then(|r| r.starts.get(branch as usize).cloned());
         if let Some(recorded) = recorded {
+            self.keep_turn(recorded.0, keep);
             return self.branch_recorded::<A>(fork, branch, input, recorded);
         }
         // Every branch is lent the fan-out agent's scope, as if it were the
@@ -464,6 +500,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn_scope = fork.scope;
         let refused = self.record(edge, info, &input, Status::Pending)?;
         let start = (self.transcript.len() - 1) as u32;
+        self.keep_turn(start, keep);
         self.transcript.lineage.push((
             start,
             Lineage::Start {
@@ -487,7 +524,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// `self.open`, that `input` drops), the receiver's, its
     /// pre-conditions; a refusal is recorded and becomes the turn's state,
     /// an accepted turn's body is readied.
-    fn receive_in_branch<A: Agent<W>>(
+    pub(super) fn receive_in_branch<A: Agent<W>>(
         &mut self,
         fork: &mut ForkRun,
         turn: &mut BranchTurn<'x, W, A>,
@@ -611,6 +648,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             depth,
             open,
             record,
+            dissent,
             ..
         } = handing;
         let info = self.edge(edge, Node::End, false)?;
@@ -635,9 +673,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             *head = at;
         }
         self.keep_turn(at, record);
+        let dropped = dissent
+            .filter(|d| !d.carried_by(B::contract(&input).as_ref()))
+            .map(|d| RejectReason::VerdictDropped {
+                fork: d.fork,
+                verdicts: d.verdicts,
+            });
         let sender: Vec<RejectReason> = refused
             .into_iter()
             .chain(self.take_edge(edge, info))
+            .chain(dropped)
             .collect();
         let mut turn = BranchTurn::new(branch, at, None);
         turn.depth = depth.saturating_add(1);
@@ -666,6 +711,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // record, keyed by the outcome each branch's turn takes).
         let recorded = recorded.or_else(|| self.shared.recorded.clone());
         let shared = self.branch_shared(fork, recorded);
+        if let Some(d) = &turn.dissent {
+            shared.lock().disagreement = Some(d.clone());
+            shared.mark();
+        }
         cx.shared = shared.clone();
         cx.turn_seq = fork.next_outcome;
         if let Some(journal) = cx.journal.as_mut() {
@@ -817,6 +866,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             state,
             scope,
             open,
+            dissent,
             shared,
             ..
         } = turn;
@@ -928,6 +978,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent: agent_name::<W>(A::INDEX),
                     open,
                     record,
+                    dissent,
                 },
             )),
             Err((outcome, error)) => {
@@ -960,6 +1011,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             agent,
             open,
             mut record,
+            dissent,
             ..
         } = handing;
         let parent = Lineage::Outcome {
@@ -1007,6 +1059,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         self.keep_turn(at, record);
+        if let Some(d) = dissent.filter(|d| !d.carried_by(contract.as_ref())) {
+            reasons.push(RejectReason::VerdictDropped {
+                fork: d.fork,
+                verdicts: d.verdicts,
+            });
+        }
         reasons.extend(self.transfer_verdicts(contract.as_ref(), !self.limits.mode.is_enforce()));
         for reason in reasons {
             if let Some(refusal) = self.branch_verdict(reason)? {
