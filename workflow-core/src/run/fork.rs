@@ -1009,9 +1009,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             branch,
             start,
             agent,
-            open,
+            mut open,
             mut record,
-            dissent,
+            mut dissent,
             ..
         } = handing;
         let parent = Lineage::Outcome {
@@ -1034,6 +1034,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         let contract = contract(&value);
         let mut reasons: Vec<RejectReason> = refused.into_iter().collect();
+        // An output that is not a handoff cannot carry a nested join's
+        // disagreement either: its question goes on as an open one does.
+        if contract.is_none()
+            && let Some(d) = dissent.take()
+        {
+            open.push(d.question());
+        }
         if contract.is_none() && !open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
             // they go to the join's turn, recorded with this branch's turn.

@@ -19,9 +19,10 @@ pub struct Calls {
     made: AtomicU32,
 }
 
-/// What a reviewer hands on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// What a reviewer hands on: whether it approves is its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Verdict)]
 pub struct Review {
+    #[verdict]
     pub approve: bool,
     pub note: String,
 }
@@ -88,6 +89,21 @@ pub mod nested {
         #[stop]
         pub stop: StopWhen,
         pub change: String,
+    }
+
+    #[handoff]
+    pub struct SummaryAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Summary>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub review: Review,
     }
 
     /// Scans a change for `unsafe` (waits 10 ms, as a real tool would).
@@ -173,10 +189,11 @@ pub mod nested {
         }))
     }
 
-    /// The nested join: both specialists' views, handed on as the review
-    /// branch's outcome.
-    #[agent(owns = [Panel], join = [security: Review, performance: Review], to = [judge])]
-    async fn panel(views: panel::Joined, _cx: panel::Context<'_>) -> Result<panel::Next, Reject> {
+    /// The nested join: both specialists' views, handed to the summary.
+    /// When they disagree it carries the disagreement forward as an open
+    /// question, unless the change asks it to drop it (`merge`).
+    #[agent(owns = [Panel], join = [security: Review, performance: Review], to = [summarize])]
+    async fn panel(views: panel::Joined, cx: panel::Context<'_>) -> Result<panel::Next, Reject> {
         let notes: Vec<String> = [
             ("security", &views.security),
             ("performance", &views.performance),
@@ -190,10 +207,31 @@ pub mod nested {
         let approve = [&views.security, &views.performance]
             .iter()
             .all(|v| matches!(v, Branch::Done(r) if r.approve));
-        Ok(panel::Next::Judge(Review {
-            approve,
-            note: notes.join("; "),
+        let merge = notes.iter().any(|n| n.contains("2 unsafe"));
+        let open = match cx.disagreement() {
+            Some(dissent) if !merge => vec![dissent.uncertainty("a person decides")],
+            _ => vec![],
+        };
+        Ok(panel::Next::Summarize(SummaryAsk {
+            op: Operation::new("summarize", "review"),
+            scope: cx.lease(authority::Summary).as_long_as_mine(),
+            evidence: vec![],
+            open,
+            stop: StopWhen::at_hop(cx.hop() + 7),
+            review: Review {
+                approve,
+                note: notes.join("; "),
+            },
         }))
+    }
+
+    /// Hands the panel's review on as the review branch's outcome.
+    #[agent(owns = [Summary], to = [judge])]
+    async fn summarize(
+        ask: SummaryAsk,
+        _cx: summarize::Context<'_>,
+    ) -> Result<summarize::Next, Reject> {
+        Ok(summarize::Next::Judge(ask.review))
     }
 
     #[agent(owns = [Style], to = [judge])]
@@ -248,8 +286,8 @@ fn lines(records: &[LedgerRecord]) -> Vec<String> {
 
 #[test]
 fn max_hops_counts_the_nested_fan_outs_turns() {
-    // lead; review, security, performance, panel; style; judge.
-    assert_eq!(nested::MAX_HOPS, 7);
+    // lead; review, security, performance, panel, summarize; style; judge.
+    assert_eq!(nested::MAX_HOPS, 8);
 }
 
 #[tokio::test(start_paused = true)]
@@ -266,7 +304,8 @@ async fn a_branch_fans_out_again_and_its_join_hands_on_the_branchs_outcome() {
         ]
     );
     // The outer round takes 25 ms (style); then the nested fan-out, its
-    // branches at once, 20 ms (performance; security's scan 10 ms).
+    // branches at once, 20 ms (performance; security's scan 10 ms); the
+    // panel's and the summary's turns take no time.
     assert_eq!(started.elapsed(), Duration::from_millis(45));
     let records = ledger.records(done.transcript.run_id()).unwrap();
     assert_eq!(
@@ -281,9 +320,10 @@ async fn a_branch_fans_out_again_and_its_join_hands_on_the_branchs_outcome() {
             "#6 security -> panel accepted (outcome of branch 0 of #1 (after #3))",
             "#7 performance -> panel accepted (outcome of branch 1 of #1 (after #5))",
             "#8 review -> panel accepted (join of #1 (#6, #7))",
-            "#9 panel -> judge accepted (outcome of branch 0 of #0 (after #8))",
-            "#10 lead -> judge accepted (join of #0 (#9, #4))",
-            "#11 judge -> END accepted",
+            "#9 panel -> summarize accepted (step of branch 0 of #0 (after #8))",
+            "#10 summarize -> judge accepted (outcome of branch 0 of #0 (after #9))",
+            "#11 lead -> judge accepted (join of #0 (#10, #4))",
+            "#12 judge -> END accepted",
         ]
     );
     // The scan is recorded with the security turn's outcome.
@@ -327,7 +367,7 @@ async fn a_nested_fan_out_resumes_from_every_cut_and_replays_identically() {
     let done = wf.run("unsafe code".to_owned()).await.unwrap();
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
-    assert_eq!(whole.len(), 12);
+    assert_eq!(whole.len(), 13);
     let view = |r: &LedgerRecord| {
         (
             r.seq,
@@ -395,11 +435,52 @@ fn the_diagram_draws_the_nested_fork_inside_the_branch() {
         "    fork_1 -->|\"SecurityAsk\"| agent_security",
         "    agent_security -->|\"Review\"| join_1",
         "    join_1 -->|\"panel::Joined\"| agent_panel",
-        "    agent_panel -->|\"Review\"| join_0",
+        "    agent_panel -->|\"SummaryAsk\"| agent_summarize",
+        "    agent_summarize -->|\"Review\"| join_0",
     ] {
         assert!(
             diagram.lines().any(|l| l == line),
             "no `{line}` in\n{diagram}"
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_join_carries_its_branches_disagreement_forward() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = executor().with_ledger(ledger.clone());
+    let done = wf.run("unsafe code".to_owned()).await.unwrap();
+    let records = ledger.records(done.transcript.run_id()).unwrap();
+    // The panel's handoff to the summary carries the disagreement between
+    // security (blocks: an `unsafe`) and performance (approves).
+    let step: serde_json::Value =
+        serde_json::from_str(&records[9].payload_json().unwrap()).unwrap();
+    assert_eq!(
+        step["open"][0]["question"],
+        "the branches disagree: security says \"false\", performance says \"true\""
+    );
+    assert_eq!(records[9].receipt, Receipt::Accepted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_join_that_drops_its_branches_disagreement_is_rejected() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = executor().with_ledger(ledger.clone());
+    // Two `unsafe`: the panel merges the views and drops the dissent.
+    let done = wf.run("unsafe unsafe code".to_owned()).await.unwrap();
+    assert_eq!(
+        done.output[0],
+        "review: rejected: the branches of fan-out #1 disagree (security: \"false\", performance: \"true\") and the join dropped it (carry it forward as an open question naming every branch and its verdict, or resolve it with evidence citing every branch's outcome record)"
+    );
+    let records = ledger.records(done.transcript.run_id()).unwrap();
+    assert!(
+        matches!(
+            &records[9].receipt,
+            Receipt::Rejected {
+                reason: RejectReason::VerdictDropped { fork: 1, .. }
+            }
+        ),
+        "{:?}",
+        records[9].receipt
+    );
 }
