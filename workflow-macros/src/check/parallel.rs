@@ -459,9 +459,13 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         let from = name(inner.from);
         let branch = name(outer.branches[k]);
         let outer_from = name(outer.from);
-        let why = if outer.inside.is_some() {
+        let why = if let Some((f0, k0)) = outer.inside {
+            let (top, top_branch) = (name(forks[f0].from), name(forks[f0].branches[k0]));
+            let outer_join = outer
+                .join
+                .map_or_else(|| "its join".to_owned(), |j| format!("`{}`", name(j)));
             Some(format!(
-                "agent `{from}` fans out inside a fan-out that is itself inside branch `{branch}` of `{outer_from}`'s: fan-outs nest one level deep; hand on to the inner join and fan out again from the outer one's"
+                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`, which is itself in branch `{top_branch}` of the fan-out of `{top}`: fan-outs nest one level deep; hand on to {outer_join} and fan out again after it"
             ))
         } else if inner.map.is_some() {
             Some(format!(
@@ -478,13 +482,18 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         } else {
             None
         };
-        let inner_clean = inner.clean;
         if let Some(why) = &why {
             cx.error_spanned_by(&forks[g].token, why);
-        }
-        if why.is_some() || !inner_clean {
-            forks[f].clean = false;
             forks[g].clean = false;
+        }
+    }
+    // A fan-out with a nested one that failed its rules is not generated
+    // either (twice: nesting reported deeper than one level included).
+    for _ in 0..2 {
+        for &(f, _, g) in &pairs {
+            if !forks[g].clean {
+                forks[f].clean = false;
+            }
         }
     }
 }
