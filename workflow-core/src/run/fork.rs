@@ -413,9 +413,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// ([`ready`](Self::ready)).
     #[doc(hidden)] // for generated fork turns and hand-written workflows
     pub fn fork_rounds(&mut self, fork: &'static Fork) -> Result<ForkRun, RunError> {
-        let mut run = self.open_fork(fork, fork.branches.len(), false)?;
-        run.deferred = true;
-        Ok(run)
+        // Its starts' turns are readied as they are accepted, as a one-turn
+        // fan-out's are (the records their turns write follow the starts);
+        // from the first round on, at each round's start.
+        self.open_fork(fork, fork.branches.len(), false)
     }
 
     /// Opens map fan-out `fork` (`map(worker, max = N)`, its one branch
@@ -599,7 +600,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         fork: &mut ForkRun,
         turn: &mut BranchTurn<'x, W, A>,
     ) -> Result<(), RunError> {
+        fork.deferred = true;
         if !matches!(turn.state, BranchState::Accepted { .. }) {
+            // Readied already (a start's turn): the round's records begin
+            // after the ones their turns write.
+            fork.round_base = fork.round_base.max(fork.next_outcome);
             return Ok(());
         }
         let BranchState::Accepted {
