@@ -13,6 +13,8 @@ use workflow_core::Executor;
 use workflow_core::ledger::{Ledger, LedgerRecord, MemoryLedger};
 use workflow_core::prelude::*;
 
+use crate::parallel_rounds::lines;
+
 /// The security reviewer's tool calls made live (a replay or a resume
 /// serves recorded ones instead).
 pub struct Calls {
@@ -263,25 +265,6 @@ fn executor() -> nested::Workflow {
             made: AtomicU32::new(0),
         },
     )
-}
-
-/// The run's records as `from -> to receipt (lineage)`.
-fn lines(records: &[LedgerRecord]) -> Vec<String> {
-    records
-        .iter()
-        .map(|r| {
-            let receipt = match &r.receipt {
-                Receipt::Accepted => "accepted".to_owned(),
-                Receipt::Rejected { reason } => format!("rejected: {reason}"),
-                Receipt::TurnFailed { error } => format!("turn_failed: {error}"),
-                other => format!("{other:?}"),
-            };
-            match &r.lineage {
-                Some(l) => format!("#{} {} -> {} {receipt} ({l})", r.seq, r.from, r.to),
-                None => format!("#{} {} -> {} {receipt}", r.seq, r.from, r.to),
-            }
-        })
-        .collect()
 }
 
 #[test]
