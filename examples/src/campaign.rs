@@ -37,8 +37,8 @@ use crate::relay::{EffectLog, relay};
 enum Kind {
     /// [`relay`]: three turns one after the other.
     Relay,
-    /// [`fanout_relay`]: a lead, three branches at once (one of two
-    /// turns), a join.
+    /// [`fanout_relay`]: a lead, three branches at once (the middle one
+    /// fanning out again to two, joined inside it), a join.
     Fanout,
 }
 
@@ -55,7 +55,7 @@ impl Kind {
     fn writes(self) -> usize {
         match self {
             Kind::Relay => 3,
-            Kind::Fanout => 6,
+            Kind::Fanout => 8,
         }
     }
 

@@ -1,9 +1,10 @@
 //! The parallel workflow of the ledger campaign (`examples::campaign`):
 //! a lead fans out to three branches at once, each making one write and
 //! taking a few milliseconds (each a different time, so that they finish in
-//! another order than they started), the middle branch a second turn (a
-//! recheck that writes too: a branch of more than one turn), and a join
-//! that makes the last write.
+//! another order than they started), the middle branch fanning out again (a
+//! recheck and an audit at once, each writing, joined inside the branch by a
+//! settle that writes and hands the branch's part on: a fan-out inside a
+//! branch), and a join that makes the last write.
 //! The campaign kills its child in the middle of this fan-out too; every
 //! resumed run must end with the records and the writes of a run never
 //! killed.
@@ -95,7 +96,7 @@ pub mod fanout_relay {
         pub value: u32,
     }
 
-    /// The middle branch -> its recheck (the branch's second turn).
+    /// The middle branch -> its recheck (beside the audit).
     #[handoff]
     pub struct AskRecheck {
         /// Check the branch's part again.
@@ -115,6 +116,40 @@ pub mod fanout_relay {
         pub stop: StopWhen,
         /// The value so far.
         pub value: u32,
+    }
+
+    /// The middle branch -> its audit (beside the recheck).
+    #[handoff]
+    pub struct AskAudit {
+        /// Audit the branch's part.
+        #[operation]
+        pub op: Operation,
+        /// Under the audit's authority.
+        #[authority]
+        pub scope: Scope<authority::Audit>,
+        /// None needed.
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        /// None left open.
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        /// No stop condition.
+        #[stop]
+        pub stop: StopWhen,
+        /// The value so far.
+        pub value: u32,
+    }
+
+    /// The audit's write.
+    #[tool(needs = Audit, effect = write)]
+    async fn save_audit(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
+        log.write("save_audit", &line).await
+    }
+
+    /// The settle's write.
+    #[tool(needs = Settle, effect = write)]
+    async fn save_settle(line: Line, log: &EffectLog) -> Result<Stored, ToolError> {
+        log.write("save_settle", &line).await
     }
 
     /// The recheck's write.
@@ -168,8 +203,8 @@ pub mod fanout_relay {
             .call(tools::save_lead, line(cx.run_id(), "lead", value))
             .await?;
         // A lease that covers the fan-out: its three branches, the
-        // recheck and the join.
-        let until = cx.hop() + 6;
+        // middle one's recheck, audit and settle, and the join.
+        let until = cx.hop() + 8;
         Ok(lead::Next::Parallel(lead::Parallel {
             left: AskLeft {
                 op: Operation::new("part", "left"),
@@ -210,30 +245,76 @@ pub mod fanout_relay {
         }))
     }
 
-    /// Waits, writes, hands its part to the recheck.
-    #[agent(owns = [Middle], tools = [save_middle], to = [recheck])]
+    /// Waits, writes, hands its part to the recheck and the audit at once.
+    #[agent(owns = [Middle], tools = [save_middle], to = [parallel(recheck, audit)])]
     async fn middle(ask: AskMiddle, cx: middle::Context<'_>) -> Result<middle::Next, Reject> {
         tokio::time::sleep(std::time::Duration::from_millis(BRANCH_MS[1])).await;
         let stored = cx
             .call(tools::save_middle, line(cx.run_id(), "middle", ask.value))
             .await?;
-        Ok(middle::Next::Recheck(AskRecheck {
-            op: Operation::new("recheck", "middle"),
-            scope: cx.lease(authority::Recheck).as_long_as_mine(),
-            evidence: vec![],
-            open: vec![],
-            stop: StopWhen::at_hop(cx.hop() + 8),
+        Ok(middle::Next::Parallel(middle::Parallel {
+            recheck: AskRecheck {
+                op: Operation::new("recheck", "middle"),
+                scope: cx.lease(authority::Recheck).as_long_as_mine(),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 8),
+                value: stored.value,
+            },
+            audit: AskAudit {
+                op: Operation::new("audit", "middle"),
+                scope: cx.lease(authority::Audit).as_long_as_mine(),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 8),
+                value: stored.value,
+            },
+        }))
+    }
+
+    /// Inside the middle branch: writes, hands its part to the settle.
+    #[agent(owns = [Recheck], tools = [save_recheck], to = [settle])]
+    async fn recheck(ask: AskRecheck, cx: recheck::Context<'_>) -> Result<recheck::Next, Reject> {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        let stored = cx
+            .call(tools::save_recheck, line(cx.run_id(), "recheck", ask.value))
+            .await?;
+        Ok(recheck::Next::Settle(Part {
             value: stored.value,
         }))
     }
 
-    /// The middle branch's second turn: writes, hands the part to the join.
-    #[agent(owns = [Recheck], tools = [save_recheck], to = [join])]
-    async fn recheck(ask: AskRecheck, cx: recheck::Context<'_>) -> Result<recheck::Next, Reject> {
+    /// Inside the middle branch, beside the recheck: writes, hands its part
+    /// to the settle.
+    #[agent(owns = [Audit], tools = [save_audit], to = [settle])]
+    async fn audit(ask: AskAudit, cx: audit::Context<'_>) -> Result<audit::Next, Reject> {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         let stored = cx
-            .call(tools::save_recheck, line(cx.run_id(), "recheck", ask.value))
+            .call(tools::save_audit, line(cx.run_id(), "audit", ask.value))
             .await?;
-        Ok(recheck::Next::Join(Part {
+        Ok(audit::Next::Settle(Part {
+            value: stored.value,
+        }))
+    }
+
+    /// The middle branch's nested join: adds the recheck's and the audit's
+    /// parts, writes, hands the branch's part to the join.
+    #[agent(owns = [Settle], tools = [save_settle], join = [recheck: Part, audit: Part], to = [join])]
+    async fn settle(
+        parts: settle::Joined,
+        cx: settle::Context<'_>,
+    ) -> Result<settle::Next, Reject> {
+        let mut total = 0;
+        for (name, part) in [("recheck", &parts.recheck), ("audit", &parts.audit)] {
+            match part {
+                Branch::Done(part) => total += part.value,
+                other => return Err(Reject::because(format!("branch {name}: {other}"))),
+            }
+        }
+        let stored = cx
+            .call(tools::save_settle, line(cx.run_id(), "settle", total))
+            .await?;
+        Ok(settle::Next::Join(Part {
             value: stored.value,
         }))
     }

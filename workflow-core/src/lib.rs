@@ -193,7 +193,8 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::ledger::PayloadFormat;
-    pub use crate::run::{BranchBody, BranchTurn, Finished, run_branches, run_branches_quorum};
+    pub use crate::run::{BranchBody, BranchTurn, Finished, ForkRun};
+    pub use crate::run::{run_branches, run_branches_quorum};
     pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy};
     pub use crate::spec::{BranchVerdict, Verdict, verdict_text};
     pub use crate::spec::{VerdictOfAnything, VerdictOfVerdict, VerdictProbe};

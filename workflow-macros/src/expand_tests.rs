@@ -423,6 +423,77 @@ fn snapshot_parallel_rounds() {
 }
 
 #[test]
+fn snapshot_parallel_nested() {
+    // A fan-out inside a branch: `review` fans out to `a` and `b`, whose
+    // join `panel` hands the branch's outcome to the outer join.
+    let out = expand::workflow(
+        quote!(entry = lead, output = String),
+        quote! {
+            pub mod panel {
+                use super::*;
+
+                #[handoff]
+                pub struct ReviewAsk {
+                    #[contract] pub contract: Contract<authority::Review>,
+                }
+
+                #[handoff]
+                pub struct AAsk {
+                    #[contract] pub contract: Contract<authority::A>,
+                }
+
+                #[handoff]
+                pub struct BAsk {
+                    #[contract] pub contract: Contract<authority::B>,
+                }
+
+                #[handoff]
+                pub struct StyleAsk {
+                    #[contract] pub contract: Contract<authority::Style>,
+                }
+
+                #[agent(to = [parallel(review, style)])]
+                async fn lead(change: String, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Review], to = [parallel(a, b)])]
+                async fn review(r: ReviewAsk, cx: review::Context<'_>) -> Result<review::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [A], to = [inner])]
+                async fn a(x: AAsk, cx: a::Context<'_>) -> Result<a::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [B], to = [inner])]
+                async fn b(x: BAsk, cx: b::Context<'_>) -> Result<b::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Inner], join = [a: bool, b: bool], to = [judge])]
+                async fn inner(views: inner::Joined, cx: inner::Context<'_>) -> Result<inner::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(owns = [Style], to = [judge])]
+                async fn style(a: StyleAsk, cx: style::Context<'_>) -> Result<style::Next, Reject> {
+                    todo!()
+                }
+
+                #[agent(join = [review: bool, style: bool], to = [END])]
+                async fn judge(views: judge::Joined, cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+                    todo!()
+                }
+            }
+        },
+    );
+    assert!(errors(out.clone()).is_empty(), "{:?}", errors(out));
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
 fn snapshot_map_quorum() {
     let out = expand::workflow(
         quote!(entry = dispatch, output = String),

@@ -68,10 +68,14 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
             "    fork #0 branch 1 (parent #0): start",
             "    fork #0 branch 2 (parent #0): start",
             "    fork #0 branch 0 (parent #1): outcome done",
-            "    fork #0 branch 1 (parent #2): step",
+            "    fork #2 branch 0 (parent #2): start",
             "    fork #0 branch 2 (parent #3): outcome done",
-            "    fork #0 branch 1 (parent #5): outcome done",
-            "    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 done (#6)",
+            "    fork #2 branch 1 (parent #2): start",
+            "    fork #2 branch 0 (parent #5): outcome done",
+            "    fork #2 branch 1 (parent #7): outcome done",
+            "    fork #2 join: branch 0 done (#8), branch 1 done (#9)",
+            "    fork #0 branch 1 (parent #10): outcome done",
+            "    fork #0 join: branch 0 done (#4), branch 1 done (#11), branch 2 done (#6)",
         ]
     );
     // Each under its record.
@@ -91,19 +95,29 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
     );
     assert_eq!(
         under("    fork #0 branch 2 (parent #3): outcome done"),
-        "#6 hop 5 right -> join"
+        "#6 hop 4 right -> join"
     );
+    // The middle branch's fan-out: its starts, its join, its join's
+    // outcome.
     assert_eq!(
-        under("    fork #0 branch 1 (parent #2): step"),
+        under("    fork #2 branch 0 (parent #2): start"),
         "#5 hop 4 middle -> recheck"
     );
     assert_eq!(
-        under("    fork #0 branch 1 (parent #5): outcome done"),
-        "#7 hop 5 recheck -> join"
+        under("    fork #2 branch 1 (parent #2): start"),
+        "#7 hop 4 middle -> audit"
     );
     assert_eq!(
-        under("    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 done (#6)"),
-        "#8 hop 5 lead -> join"
+        under("    fork #2 join: branch 0 done (#8), branch 1 done (#9)"),
+        "#10 hop 6 middle -> settle"
+    );
+    assert_eq!(
+        under("    fork #0 branch 1 (parent #10): outcome done"),
+        "#11 hop 7 settle -> join"
+    );
+    assert_eq!(
+        under("    fork #0 join: branch 0 done (#4), branch 1 done (#11), branch 2 done (#6)"),
+        "#12 hop 7 lead -> join"
     );
 
     let out = workflow(&path, &["show", &slow.to_string()]);
@@ -115,10 +129,14 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
             "    fork #0 branch 1 (parent #0): start",
             "    fork #0 branch 2 (parent #0): start",
             "    fork #0 branch 0 (parent #1): outcome done",
-            "    fork #0 branch 1 (parent #2): step",
+            "    fork #2 branch 0 (parent #2): start",
             "    fork #0 branch 2 (parent #3): outcome timed_out",
-            "    fork #0 branch 1 (parent #5): outcome done",
-            "    fork #0 join: branch 0 done (#4), branch 1 done (#7), branch 2 timed_out (#6)",
+            "    fork #2 branch 1 (parent #2): start",
+            "    fork #2 branch 0 (parent #5): outcome done",
+            "    fork #2 branch 1 (parent #7): outcome done",
+            "    fork #2 join: branch 0 done (#8), branch 1 done (#9)",
+            "    fork #0 branch 1 (parent #10): outcome done",
+            "    fork #0 join: branch 0 done (#4), branch 1 done (#11), branch 2 timed_out (#6)",
         ]
     );
 
@@ -129,13 +147,13 @@ async fn show_and_diff_display_each_branch_with_its_fork_parent_and_outcome() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "runs differ at transition #6:");
     assert!(
-        lines[1].starts_with(&format!("  {done}: #6 hop 5 right -> join [accepted] Part")),
+        lines[1].starts_with(&format!("  {done}: #6 hop 4 right -> join [accepted] Part")),
         "{text}"
     );
     assert_eq!(lines[2], "      fork #0 branch 2 (parent #3): outcome done");
     assert!(
         lines[3].starts_with(&format!(
-            "  {slow}: #6 hop 5 lead -> right [TURN FAILED: agent `right` timed out after 1000 ms] AskRight"
+            "  {slow}: #6 hop 4 lead -> right [TURN FAILED: agent `right` timed out after 1000 ms] AskRight"
         )),
         "{text}"
     );

@@ -495,12 +495,8 @@ impl<W: Workflow> Executor<W> {
         // A run cut inside a fan-out (its branches' records written, its
         // join's not): the branches that ended are kept, the cut ones run
         // again (`run/fork_resume.rs`).
-        if let Some(
-            lineage @ (crate::spec::Lineage::Start { .. }
-            | crate::spec::Lineage::Step { .. }
-            | crate::spec::Lineage::Outcome { .. }),
-        ) = &last.lineage
-        {
+        let lineage_of = |seq: u32| records.get(seq as usize).and_then(|r| r.lineage.as_ref());
+        if let Some(lineage) = last.lineage.as_ref().filter(|l| l.inside(&lineage_of)) {
             if decision.is_some() {
                 return Err(Aborted {
                     error: RunError::Decision(format!(
@@ -509,15 +505,16 @@ impl<W: Workflow> Executor<W> {
                     transcript: run.transcript,
                 });
             }
-            let state = match run.resume_inside_fork(ledger, records, lineage.fork()) {
-                Ok(state) => state,
-                Err(error) => {
-                    return Err(Aborted {
-                        error,
-                        transcript: run.transcript,
-                    });
-                }
-            };
+            let state =
+                match run.resume_inside_fork(ledger, records, lineage.outermost(&lineage_of)) {
+                    Ok(state) => state,
+                    Err(error) => {
+                        return Err(Aborted {
+                            error,
+                            transcript: run.transcript,
+                        });
+                    }
+                };
             // Driven in place: see `run`.
             let mut session = Session {
                 run,

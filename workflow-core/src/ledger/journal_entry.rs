@@ -146,6 +146,12 @@ pub fn verify_journal(
                 crate::spec::Lineage::Step { parent, .. }
                 | crate::spec::Lineage::Outcome { parent, .. },
             ) => records.get(*parent as usize).unwrap_or(record),
+            // A fan-out's first start: the turn that fanned out worked on
+            // the fan-out's record (for a fan-out inside a branch, not the
+            // record before).
+            Some(crate::spec::Lineage::Start { fork, branch: 0 }) => {
+                records.get(*fork as usize).unwrap_or(record)
+            }
             _ => record,
         };
         let checked = check_turn_journal(run_id, turn_seq, &worked_on.hash, &entries);
@@ -195,36 +201,35 @@ pub fn verify_journal(
 }
 
 /// The records the cut turns of the fan-out the records were cut inside
-/// worked on (their last record is a branch's start, step or outcome): each
-/// branch's start or step accepted that no later record of its branch
-/// follows.
+/// worked on (their last record is inside a fan-out): each branch's start
+/// or step, or a join inside a branch, accepted, that no later record
+/// follows (neither what its turn handed on nor a fan-out it opened).
 fn cut_branches(records: &[LedgerRecord]) -> Vec<&LedgerRecord> {
     use crate::spec::Lineage;
-    let fork = match records.last().and_then(|r| r.lineage.as_ref()) {
-        Some(l @ (Lineage::Start { .. } | Lineage::Step { .. } | Lineage::Outcome { .. })) => {
-            l.fork()
-        }
-        _ => return Vec::new(),
-    };
+    let of = |seq: u32| records.get(seq as usize).and_then(|r| r.lineage.as_ref());
+    let inside = records
+        .last()
+        .and_then(|r| r.lineage.as_ref())
+        .is_some_and(|l| l.inside(&of));
+    if !inside {
+        return Vec::new();
+    }
     let followed: Vec<u32> = records
         .iter()
         .filter_map(|r| match &r.lineage {
-            Some(
-                Lineage::Step {
-                    fork: f, parent, ..
-                }
-                | Lineage::Outcome {
-                    fork: f, parent, ..
-                },
-            ) if *f == fork => Some(*parent),
+            Some(Lineage::Step { parent, .. } | Lineage::Outcome { parent, .. }) => Some(*parent),
+            Some(Lineage::Start { fork, branch: 0 }) => Some(*fork),
             _ => None,
         })
         .collect();
     records
         .iter()
         .filter(|r| {
-            matches!(&r.lineage, Some(Lineage::Start { fork: f, .. } | Lineage::Step { fork: f, .. }) if *f == fork)
-                && !matches!(r.receipt, crate::spec::Receipt::Rejected { .. })
+            r.lineage.as_ref().is_some_and(|l| match l {
+                Lineage::Start { .. } | Lineage::Step { .. } => true,
+                Lineage::Join { .. } => l.inside(&of),
+                Lineage::Outcome { .. } => false,
+            }) && !matches!(r.receipt, crate::spec::Receipt::Rejected { .. })
                 && !followed.contains(&r.seq)
         })
         .collect()

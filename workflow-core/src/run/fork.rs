@@ -34,27 +34,27 @@ use crate::spec::{TurnRecord, Usage, agent_name};
 /// A fan-out under way: opened by [`Runtime::fork`], consumed by
 /// [`Runtime::join`].
 pub struct ForkRun {
-    fork: &'static Fork,
+    pub(super) fork: &'static Fork,
     /// The record the fan-out agent's turn worked on.
-    at: u32,
+    pub(super) at: u32,
     /// The scope the fan-out agent worked under: the grantor of every
     /// branch's lease.
-    scope: Option<(&'static str, Expiry)>,
+    pub(super) scope: Option<(&'static str, Expiry)>,
     /// The questions the fan-out agent received: each branch's handoff
     /// carries them forward (or resolves them).
-    open: Vec<String>,
+    pub(super) open: Vec<String>,
     /// What the run had spent when the branches started.
-    spent: Usage,
+    pub(super) spent: Usage,
     /// What the branches spend, all together, while they run.
-    pool: Arc<std::sync::Mutex<Usage>>,
+    pub(super) pool: Arc<std::sync::Mutex<Usage>>,
     /// Each branch's last record so far.
     pub(super) heads: Vec<u32>,
     /// The sequence number the next accepted branch turn's record will
     /// take (its journal's key).
     pub(super) next_outcome: u32,
-    /// Where the records of the round of turns being settled next begin:
-    /// branches of several turns run in rounds, one turn per branch at a
-    /// time ([`Runtime::settling`]).
+    /// The sequence number of the next record the rounds of a fan-out whose
+    /// branches take more than one turn write (or, resumed, read back):
+    /// each round's turns are numbered from it ([`Runtime::ready`]).
     pub(super) round_base: u32,
     /// What the branches left open, for the join's turn.
     pub(super) carried: Vec<String>,
@@ -63,6 +63,13 @@ pub struct ForkRun {
     map: bool,
     /// A fan-out resumed after a crash: the records it already has.
     pub(super) resume: Option<crate::run::ForkResume>,
+    /// Branches run in rounds: an accepted turn's body is readied at the
+    /// start of its round ([`Runtime::ready`]), once the sequence number of
+    /// the record its turn will write is known.
+    pub(super) deferred: bool,
+    /// A fan-out inside a branch of another (nested): that branch, and
+    /// which of its turns (its depth) fanned out.
+    pub(super) outer: Option<(u16, u16)>,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -97,6 +104,9 @@ pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
     pub(super) scope: Option<(&'static str, Expiry)>,
     /// The questions the branch received.
     pub(super) open: Vec<String>,
+    /// A nested join's turn: the disagreement among the verdicts it
+    /// received, which what it hands on must carry forward.
+    pub(super) dissent: Option<crate::spec::Disagreement>,
     /// The branch's own turn log, its budget pooled with its siblings'.
     shared: Option<Arc<RunShared>>,
     #[cfg(feature = "tracing")]
@@ -109,6 +119,15 @@ pub(super) enum BranchState<'x, W: Workflow, A: Agent<W>> {
     /// A resumed fan-out: its outcome is recorded (at this sequence
     /// number), read back instead of running the body again.
     Recorded(u32),
+    /// Accepted in a fan-out whose branches run in rounds: its body is
+    /// readied at the start of its round ([`Runtime::ready`]). `anchor`:
+    /// the hash of the transfer it works on; `resumed`: a resumed turn,
+    /// whose record may be read back or whose journal served.
+    Accepted {
+        input: A::Input,
+        anchor: Arc<str>,
+        resumed: bool,
+    },
     /// Accepted, waiting for [`run_branches`].
     Ready {
         input: A::Input,
@@ -134,6 +153,7 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
             state: BranchState::Running,
             scope,
             open: Vec::new(),
+            dissent: None,
             shared: None,
             #[cfg(feature = "tracing")]
             span: tracing::Span::none(),
@@ -178,8 +198,19 @@ pub struct Handing {
     start: u32,
     depth: u16,
     agent: &'static str,
-    open: Vec<String>,
-    record: Option<TurnRecord>,
+    pub(super) open: Vec<String>,
+    pub(super) record: Option<TurnRecord>,
+    /// The disagreement the turn received (a nested join's), which what it
+    /// hands on must carry forward.
+    dissent: Option<crate::spec::Disagreement>,
+}
+
+impl Handing {
+    /// The branch, the record the turn worked on, and which of the
+    /// branch's turns it was.
+    pub(super) fn place(&self) -> (u16, u32, u16) {
+        (self.branch, self.start, self.depth)
+    }
 }
 
 /// A branch whose body [`run_branches`] can run.
@@ -308,7 +339,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Opens fan-out `fork` with `branches` branches (`map`: one per item of
     /// a map, all taking the fork's one branch's edges).
-    fn open_fork(
+    pub(super) fn open_fork(
         &mut self,
         fork: &'static Fork,
         branches: usize,
@@ -369,9 +400,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             carried: Vec::new(),
             map,
             resume,
+            deferred: false,
+            outer: None,
             #[cfg(feature = "tracing")]
             span,
         })
+    }
+
+    /// Opens fan-out `fork`, whose branches take more than one turn, after
+    /// its agent's turn: as [`fork`](Self::fork), its branches run in
+    /// rounds, each round's accepted turns readied at its start
+    /// ([`ready`](Self::ready)).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn fork_rounds(&mut self, fork: &'static Fork) -> Result<ForkRun, RunError> {
+        // Its starts' turns are readied as they are accepted, as a one-turn
+        // fan-out's are (the records their turns write follow the starts);
+        // from the first round on, at each round's start.
+        self.open_fork(fork, fork.branches.len(), false)
     }
 
     /// Opens map fan-out `fork` (`map(worker, max = N)`, its one branch
@@ -412,6 +457,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         A::Input: Serialize,
     {
+        self.branch_with::<A>(fork, branch, input, None)
+    }
+
+    /// [`branch`](Self::branch), with the record of the turn that fanned
+    /// out kept on the start (a fan-out inside a branch: its agent's turn
+    /// was a branch turn).
+    pub(super) fn branch_with<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        input: A::Input,
+        keep: Option<TurnRecord>,
+    ) -> Result<BranchTurn<'x, W, A>, RunError>
+    where
+        A::Input: Serialize,
+    {
         let Some(edge) = fork.edges(branch).map(|b| b.start) else {
             return Err(RunError::Protocol(format!(
                 "fan-out of agent `{}` has no branch {branch}",
@@ -432,6 +493,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .as_ref()
             .and_then(|r| r.starts.get(branch as usize).cloned());
         if let Some(recorded) = recorded {
+            self.keep_turn(recorded.0, keep);
             return self.branch_recorded::<A>(fork, branch, input, recorded);
         }
         // Every branch is lent the fan-out agent's scope, as if it were the
@@ -439,6 +501,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn_scope = fork.scope;
         let refused = self.record(edge, info, &input, Status::Pending)?;
         let start = (self.transcript.len() - 1) as u32;
+        self.keep_turn(start, keep);
         self.transcript.lineage.push((
             start,
             Lineage::Start {
@@ -462,7 +525,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// `self.open`, that `input` drops), the receiver's, its
     /// pre-conditions; a refusal is recorded and becomes the turn's state,
     /// an accepted turn's body is readied.
-    fn receive_in_branch<A: Agent<W>>(
+    pub(super) fn receive_in_branch<A: Agent<W>>(
         &mut self,
         fork: &mut ForkRun,
         turn: &mut BranchTurn<'x, W, A>,
@@ -506,24 +569,64 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.commit_last()?;
         self.receipt_decided();
         self.turn_input = turn.start as usize;
-        self.progress::<A>();
+        if !fork.deferred {
+            self.progress::<A>();
+        }
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
         let anchor = self.prev_hash.clone();
-        self.start_body(fork, turn, input, cx, anchor, None);
+        if fork.deferred {
+            turn.state = BranchState::Accepted {
+                input,
+                anchor,
+                resumed: false,
+            };
+        } else {
+            self.start_body(fork, turn, input, cx, anchor, None);
+        }
         Ok(())
     }
 
-    /// Starts the next round of a fan-out whose branches take more than one
-    /// turn: `writing` turns (those [`BranchBody::writes`]) are settled
-    /// next, in branch order, each writing one record (or, resumed, reading
-    /// it back). The turns their steps start take the records after those.
+    /// Readies the body of branch `turn`, accepted in a fan-out whose
+    /// branches run in rounds: called at the start of each round, for each
+    /// of its turns in order (a turn not accepted is left as it is). Its
+    /// journal takes the sequence number of the record its turn will write,
+    /// the next of the round's; a resumed turn whose record is written is
+    /// read back instead, a cut one runs again served the calls journaled
+    /// under it.
     #[doc(hidden)] // for generated fork turns and hand-written workflows
-    pub fn settling(&mut self, fork: &mut ForkRun, writing: usize) {
-        let base = fork.round_base;
-        let next = base.saturating_add(writing as u32);
-        fork.round_base = next;
-        fork.next_outcome = next;
+    pub fn ready<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+    ) -> Result<(), RunError> {
+        fork.deferred = true;
+        if !matches!(turn.state, BranchState::Accepted { .. }) {
+            // Readied already (a start's turn): the round's records begin
+            // after the ones their turns write.
+            fork.round_base = fork.round_base.max(fork.next_outcome);
+            return Ok(());
+        }
+        let BranchState::Accepted {
+            input,
+            anchor,
+            resumed,
+        } = std::mem::replace(&mut turn.state, BranchState::Running)
+        else {
+            return Ok(());
+        };
+        fork.next_outcome = fork.round_base;
+        let readied = if resumed {
+            self.resume_ready(fork, turn, input, anchor)
+        } else {
+            let mut cx = self.context::<A>(turn.scope);
+            cx.lease_seq = turn.start;
+            self.progress::<A>();
+            self.start_body(fork, turn, input, cx, anchor, None);
+            Ok(())
+        };
+        fork.round_base = fork.next_outcome;
+        readied
     }
 
     /// Records what a branch turn handed on (`handing`, from
@@ -532,8 +635,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// the checks of any handoff (a loop bound, a dropped question) and
     /// `B`'s receipt. A refusal ends the branch ([`Branch::Rejected`], from
     /// [`finish`](Self::finish) on the returned turn); an accepted turn's
-    /// body runs in the next round (call [`settling`](Self::settling) before
-    /// each round's settles).
+    /// body runs in the next round (readied at its start: [`ready`](Self::ready)).
     #[doc(hidden)] // for generated fork turns and hand-written workflows
     pub fn step<B: Agent<W>>(
         &mut self,
@@ -551,6 +653,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             depth,
             open,
             record,
+            dissent,
             ..
         } = handing;
         let info = self.edge(edge, Node::End, false)?;
@@ -575,9 +678,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             *head = at;
         }
         self.keep_turn(at, record);
+        let dropped = dissent
+            .filter(|d| !d.carried_by(B::contract(&input).as_ref()))
+            .map(|d| RejectReason::VerdictDropped {
+                fork: d.fork,
+                verdicts: d.verdicts,
+            });
         let sender: Vec<RejectReason> = refused
             .into_iter()
             .chain(self.take_edge(edge, info))
+            .chain(dropped)
             .collect();
         let mut turn = BranchTurn::new(branch, at, None);
         turn.depth = depth.saturating_add(1);
@@ -606,6 +716,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // record, keyed by the outcome each branch's turn takes).
         let recorded = recorded.or_else(|| self.shared.recorded.clone());
         let shared = self.branch_shared(fork, recorded);
+        if let Some(d) = &turn.dissent {
+            shared.lock().disagreement = Some(d.clone());
+            shared.mark();
+        }
         cx.shared = shared.clone();
         cx.turn_seq = fork.next_outcome;
         if let Some(journal) = cx.journal.as_mut() {
@@ -757,6 +871,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             state,
             scope,
             open,
+            dissent,
             shared,
             ..
         } = turn;
@@ -780,9 +895,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             BranchState::Ran(ran) => Ok(ran),
             BranchState::Cancelled(reason) => Err(reason),
-            BranchState::Ready { .. } | BranchState::Running => {
+            BranchState::Ready { .. } | BranchState::Running | BranchState::Accepted { .. } => {
                 return Err(RunError::Protocol(format!(
-                    "branch {branch} (`{}`) was settled before its body ran (call `run_branches` first)",
+                    "branch {branch} (`{}`) was settled before its body ran (call `ready` and `run_branches` first)",
                     agent_name::<W>(A::INDEX)
                 )));
             }
@@ -868,6 +983,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     agent: agent_name::<W>(A::INDEX),
                     open,
                     record,
+                    dissent,
                 },
             )),
             Err((outcome, error)) => {
@@ -898,8 +1014,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             branch,
             start,
             agent,
-            open,
+            mut open,
             mut record,
+            mut dissent,
             ..
         } = handing;
         let parent = Lineage::Outcome {
@@ -922,6 +1039,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         let contract = contract(&value);
         let mut reasons: Vec<RejectReason> = refused.into_iter().collect();
+        // An output that is not a handoff cannot carry a nested join's
+        // disagreement either: its question goes on as an open one does.
+        if contract.is_none()
+            && let Some(d) = dissent.take()
+        {
+            open.push(d.question());
+        }
         if contract.is_none() && !open.is_empty() {
             // An output that is not a handoff cannot carry the questions:
             // they go to the join's turn, recorded with this branch's turn.
@@ -947,6 +1071,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
         }
         self.keep_turn(at, record);
+        if let Some(d) = dissent.filter(|d| !d.carried_by(contract.as_ref())) {
+            reasons.push(RejectReason::VerdictDropped {
+                fork: d.fork,
+                verdicts: d.verdicts,
+            });
+        }
         reasons.extend(self.transfer_verdicts(contract.as_ref(), !self.limits.mode.is_enforce()));
         for reason in reasons {
             if let Some(refusal) = self.branch_verdict(reason)? {

@@ -54,6 +54,86 @@ pub(crate) struct ForkResume {
     /// tool calls are journaled under (the first start's) and the hash they
     /// are bound to (the record it works on).
     pub(super) rerun: Option<(u32, Arc<str>)>,
+    /// A fan-out inside a branch: its join, when recorded (its sequence
+    /// number and hash).
+    pub(super) join: Option<(u32, Arc<str>)>,
+    /// The fan-outs inside its branches opened before the crash, each with
+    /// its records.
+    pub(super) nested: Vec<ForkResume>,
+}
+
+/// The records of one fan-out read back in order, each checked to follow
+/// its branch's last.
+struct Scan {
+    /// The record its agent's turn worked on.
+    at: u32,
+    starts: Vec<(u32, Arc<str>)>,
+    /// By branch: the records its turns handed on.
+    chain: Vec<Vec<(u32, Arc<str>)>>,
+    /// By branch: its last record (the next one's parent).
+    last: Vec<u32>,
+    /// By branch: whether its outcome is recorded.
+    ended: Vec<bool>,
+    /// A nested fan-out's join.
+    join: Option<(u32, Arc<str>)>,
+}
+
+impl Scan {
+    fn new(at: u32) -> Self {
+        Scan {
+            at,
+            starts: Vec::new(),
+            chain: Vec::new(),
+            last: Vec::new(),
+            ended: Vec::new(),
+            join: None,
+        }
+    }
+
+    /// Branch `branch`'s start, recorded at `seq`: the next of the starts,
+    /// before any branch handed anything on.
+    fn start(&mut self, seq: u32, hash: Arc<str>, branch: u16) -> Result<(), String> {
+        let stepped = self.chain.iter().any(|c| !c.is_empty());
+        if usize::from(branch) != self.starts.len() || stepped {
+            return Err(format!(
+                "record #{seq} starts branch {branch} of the fan-out of #{} out of order",
+                self.at
+            ));
+        }
+        self.starts.push((seq, hash));
+        self.chain.push(Vec::new());
+        self.last.push(seq);
+        self.ended.push(false);
+        Ok(())
+    }
+
+    /// What a turn of branch `branch` handed on, recorded at `seq`: it
+    /// follows the branch's last record; an outcome (`!step`) ends it.
+    fn follow(
+        &mut self,
+        seq: u32,
+        hash: Arc<str>,
+        branch: u16,
+        parent: u32,
+        step: bool,
+    ) -> Result<(), String> {
+        let k = usize::from(branch);
+        if self.last.get(k) != Some(&parent) || self.ended.get(k).copied().unwrap_or(true) {
+            return Err(format!(
+                "record #{seq} does not follow the last record of branch {branch} of the fan-out of #{}",
+                self.at
+            ));
+        }
+        self.ended[k] = !step;
+        self.last[k] = seq;
+        self.chain[k].push((seq, hash));
+        Ok(())
+    }
+
+    /// The branch still running whose last record is `seq`.
+    fn open_branch(&self, seq: u32) -> Option<usize> {
+        (0..self.last.len()).find(|&k| self.last[k] == seq && !self.ended[k])
+    }
 }
 
 impl ForkResume {
@@ -88,9 +168,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 "the fan-out of record #{at} does not follow an agent's turn"
             )));
         };
-        let mut starts: Vec<(u32, Arc<str>)> = Vec::new();
-        let mut chain: Vec<Vec<(u32, Arc<str>)>> = Vec::new();
-        let mut ended: Vec<bool> = Vec::new();
+        let mut outer = Scan::new(at);
+        // The fan-outs inside its branches, each with the outer branch it
+        // is in.
+        let mut inners: Vec<(Scan, usize)> = Vec::new();
         let mut accepted = 0u32;
         let ran = |seq: u32| {
             self.transcript
@@ -98,61 +179,107 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 .get(seq as usize)
                 .is_some_and(|e| e.status.ran())
         };
-        for r in records {
-            match &r.lineage {
-                Some(Lineage::Start { fork, branch }) if *fork == at => {
-                    if usize::from(*branch) != starts.len() || !chain.is_empty() {
-                        return Err(refuse(format!(
-                            "record #{} starts branch {branch} of the fan-out of #{at} out of order",
-                            r.seq
-                        )));
-                    }
+        for r in records.iter().filter(|r| r.seq > at) {
+            let Some(lineage) = &r.lineage else { continue };
+            let hash = || Arc::from(r.hash.as_str());
+            let fork = lineage.fork();
+            let inner = inners.iter().position(|(s, _)| s.at == fork);
+            match (lineage, inner) {
+                (Lineage::Start { branch, .. }, _) if fork == at => {
+                    outer.start(r.seq, hash(), *branch).map_err(refuse)?;
                     accepted += u32::from(ran(r.seq));
-                    starts.push((r.seq, Arc::from(r.hash.as_str())));
                 }
-                Some(
-                    lineage @ (Lineage::Step {
-                        fork,
-                        branch,
-                        parent,
-                    }
-                    | Lineage::Outcome {
-                        fork,
-                        branch,
-                        parent,
-                    }),
-                ) if *fork == at => {
-                    if chain.is_empty() {
-                        chain = vec![Vec::new(); starts.len()];
-                        ended = vec![false; starts.len()];
-                    }
-                    let k = usize::from(*branch);
-                    // A branch's records follow each other: each hands on
-                    // from the record the one before it handed on.
-                    let head = chain
-                        .get(k)
-                        .and_then(|c| c.last().or_else(|| starts.get(k)))
-                        .map(|(seq, _)| *seq);
-                    if head != Some(*parent) || ended.get(k).copied().unwrap_or(true) {
-                        return Err(refuse(format!(
-                            "record #{} does not follow the last record of branch {branch} of the fan-out of #{at}",
-                            r.seq
-                        )));
-                    }
+                (Lineage::Start { branch, .. }, Some(i)) => {
+                    inners[i].0.start(r.seq, hash(), *branch).map_err(refuse)?;
+                    accepted += u32::from(ran(r.seq));
+                }
+                // A fan-out inside branch `k`: its first start is what the
+                // turn that fanned out handed on.
+                (Lineage::Start { branch: 0, .. }, None) => {
+                    let Some(k) = outer.open_branch(fork) else {
+                        continue;
+                    };
+                    let mut scan = Scan::new(fork);
+                    scan.start(r.seq, hash(), 0).map_err(refuse)?;
+                    outer.chain[k].push((r.seq, hash()));
+                    inners.push((scan, k));
+                    accepted += u32::from(ran(r.seq));
+                }
+                (
+                    Lineage::Step { branch, parent, .. } | Lineage::Outcome { branch, parent, .. },
+                    inner,
+                ) if fork == at || inner.is_some() => {
                     let step = matches!(lineage, Lineage::Step { .. });
+                    let scan = match inner {
+                        Some(i) if fork != at => &mut inners[i].0,
+                        _ => &mut outer,
+                    };
+                    scan.follow(r.seq, hash(), *branch, *parent, step)
+                        .map_err(refuse)?;
                     if step {
                         accepted += u32::from(ran(r.seq));
                     }
-                    ended[k] = !step;
-                    chain[k].push((r.seq, Arc::from(r.hash.as_str())));
                 }
-                Some(Lineage::Join { fork, .. }) if *fork == at => {
+                (Lineage::Join { .. }, _) if fork == at => {
                     return Err(refuse(format!(
                         "the fan-out of #{at} is joined (record #{}) yet records follow its branches",
                         r.seq
                     )));
                 }
+                // A nested fan-out's join: its agent's turn is the outer
+                // branch's next.
+                (Lineage::Join { .. }, Some(i)) => {
+                    let (scan, k) = &mut inners[i];
+                    if scan.join.is_some() || scan.ended.iter().any(|e| !e) {
+                        return Err(refuse(format!(
+                            "record #{} joins the fan-out of #{fork} before its branches ended",
+                            r.seq
+                        )));
+                    }
+                    scan.join = Some((r.seq, hash()));
+                    outer.last[*k] = r.seq;
+                    accepted += u32::from(ran(r.seq));
+                }
                 _ => {}
+            }
+        }
+        // A nested fan-out cut before all its starts were recorded: the
+        // inputs of the others exist nowhere, so the turn that fanned out
+        // runs again (its journaled calls served; its record, on the first
+        // start, kept once, its usage counted once).
+        for (scan, k) in &inners {
+            let first = scan.starts.first().map(|(seq, _)| *seq);
+            let edge = first
+                .and_then(|seq| self.transcript.entries.get(seq as usize))
+                .map(|e| e.edge);
+            let branches = W::FORKS
+                .iter()
+                .find(|f| f.fork.branches.first().map(|b| b.start) == edge)
+                .map(|f| f.fork.branches.len());
+            let Some(branches) = branches else {
+                return Err(refuse(format!(
+                    "the fan-out of #{} is not one of the workflow's",
+                    scan.at
+                )));
+            };
+            if scan.starts.len() < branches
+                && let Some(first) = first
+            {
+                if outer.chain[*k].last().map(|(seq, _)| *seq) != Some(first) {
+                    return Err(refuse(format!(
+                        "records follow the fan-out of #{} cut before its starts were all recorded",
+                        scan.at
+                    )));
+                }
+                outer.chain[*k].pop();
+                if let Some(i) = self.transcript.turns.iter().position(|(i, _)| *i == first) {
+                    self.transcript.turns.remove(i);
+                    let mut spent = Usage::default();
+                    for (_, turn) in &self.transcript.turns {
+                        spent.add(&turn.usage);
+                    }
+                    self.spent = spent;
+                }
             }
         }
         // The hop counter as it stood when the fan-out opened: each
@@ -161,10 +288,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn_input = at as usize;
         let mut resume = ForkResume {
             at,
-            starts,
-            chain,
+            starts: outer.starts,
+            chain: outer.chain,
             spent: None,
             rerun: None,
+            join: None,
+            nested: inners
+                .into_iter()
+                .map(|(scan, _)| ForkResume {
+                    at: scan.at,
+                    starts: scan.starts,
+                    chain: scan.chain,
+                    spent: None,
+                    rerun: None,
+                    join: scan.join,
+                    nested: Vec::new(),
+                })
+                .collect(),
         };
         let bytes: Vec<(crate::spec::PayloadFormat, Vec<u8>)> = resume
             .starts
@@ -275,7 +415,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// `what`: start or step): `Some` with the reason it was refused,
     /// `None` when its receiver's turn ran, an error for a receipt a
     /// branch's transfer never gets.
-    fn recorded_refusal(
+    pub(super) fn recorded_refusal(
         &self,
         branch: u16,
         seq: u32,
@@ -302,7 +442,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// `anchor`) is recorded accepted: what it handed on, when that is
     /// recorded too, is read back at settle time; otherwise its body runs
     /// again, served the tool calls journaled under it.
-    fn resume_turn<A: Agent<W>>(
+    pub(super) fn resume_turn<A: Agent<W>>(
         &mut self,
         fork: &mut ForkRun,
         mut turn: BranchTurn<'x, W, A>,
@@ -310,13 +450,37 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         scope: Option<(&'static str, crate::spec::Expiry)>,
         anchor: Arc<str>,
     ) -> Result<BranchTurn<'x, W, A>, RunError> {
-        let run_id = self.transcript.run_id;
-        let (branch, start) = (turn.branch, turn.start);
         let contract = A::contract(&input);
         self.turn_scope = scope;
-        self.turn_input = start as usize;
+        self.turn_input = turn.start as usize;
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
+        if fork.deferred {
+            turn.state = BranchState::Accepted {
+                input,
+                anchor,
+                resumed: true,
+            };
+            return Ok(turn);
+        }
+        self.resume_ready(fork, &mut turn, input, anchor)?;
+        Ok(turn)
+    }
+
+    /// The rest of [`resume_turn`](Self::resume_turn), once the sequence
+    /// number of the record the turn writes is known
+    /// (`fork.next_outcome`): that record read back when it is written,
+    /// otherwise the turn's body readied, served the calls journaled under
+    /// it.
+    pub(super) fn resume_ready<A: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        turn: &mut BranchTurn<'x, W, A>,
+        input: A::Input,
+        anchor: Arc<str>,
+    ) -> Result<(), RunError> {
+        let run_id = self.transcript.run_id;
+        let (branch, start) = (turn.branch, turn.start);
         let turn_seq = fork.next_outcome;
         let recorded = fork.resume.as_ref().and_then(|r| {
             r.chain
@@ -333,7 +497,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             fork.next_outcome = fork.next_outcome.saturating_add(1);
             self.hops += 1;
             turn.state = BranchState::Recorded(seq);
-            return Ok(turn);
+            return Ok(());
         }
         // A cut branch: its turn again, the calls it made before the crash
         // served (checked where they are served, as a cut turn's are).
@@ -351,11 +515,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 journaled.into_iter().map(|entry| entry.call).collect(),
             )
         });
-        let mut cx = self.context::<A>(self.turn_scope);
+        let mut cx = self.context::<A>(turn.scope);
         cx.lease_seq = start;
         self.progress::<A>();
-        self.start_body(fork, &mut turn, input, cx, anchor, calls);
-        Ok(turn)
+        self.start_body(fork, turn, input, cx, anchor, calls);
+        Ok(())
     }
 
     /// A resumed branch's step, recorded at `seq` (what turn `depth` of

@@ -7,6 +7,7 @@ mod cite;
 mod context;
 mod earlier;
 mod fork;
+mod fork_nested;
 mod fork_resume;
 mod generate;
 pub(crate) mod lease_book;

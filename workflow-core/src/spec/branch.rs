@@ -207,6 +207,10 @@ pub enum Lineage {
     },
 }
 
+/// How many fan-outs deep a lineage is followed out (nested fan-outs go one
+/// deep; this bounds a walk over lineages that loop).
+const NESTING: u8 = 8;
+
 impl Lineage {
     /// The fan-out the record belongs to.
     pub fn fork(&self) -> u32 {
@@ -216,6 +220,45 @@ impl Lineage {
             | Lineage::Outcome { fork, .. }
             | Lineage::Join { fork, .. } => *fork,
         }
+    }
+
+    /// Whether the record is inside a fan-out: a branch's start, step or
+    /// outcome, or the join of a fan-out that is itself inside a branch
+    /// (`of` gives a record's lineage by its sequence number).
+    pub fn inside<'a>(&self, of: &impl Fn(u32) -> Option<&'a Lineage>) -> bool {
+        self.inside_at(of, NESTING)
+    }
+
+    fn inside_at<'a>(&self, of: &impl Fn(u32) -> Option<&'a Lineage>, depth: u8) -> bool {
+        match self {
+            Lineage::Join { fork, .. } => of(*fork).is_some_and(|l| l.in_branch(of, depth)),
+            _ => true,
+        }
+    }
+
+    /// Whether the record is a transfer a branch's turn works on: a start,
+    /// a step, or a join inside a branch (`depth`: how many more fan-outs
+    /// out to look, against lineages that loop).
+    fn in_branch<'a>(&self, of: &impl Fn(u32) -> Option<&'a Lineage>, depth: u8) -> bool {
+        match self {
+            Lineage::Start { .. } | Lineage::Step { .. } => true,
+            Lineage::Join { .. } => depth > 0 && self.inside_at(of, depth - 1),
+            Lineage::Outcome { .. } => false,
+        }
+    }
+
+    /// The outermost fan-out the record belongs to: its own, or, for a
+    /// fan-out inside a branch, the fan-out that branch belongs to (`of`
+    /// gives a record's lineage by its sequence number).
+    pub fn outermost<'a>(&self, of: &impl Fn(u32) -> Option<&'a Lineage>) -> u32 {
+        let mut fork = self.fork();
+        for depth in (0..NESTING).rev() {
+            match of(fork) {
+                Some(l) if l.in_branch(of, depth) => fork = l.fork(),
+                _ => break,
+            }
+        }
+        fork
     }
 
     /// The records this one follows: `fork` for a start, the record the

@@ -35,6 +35,7 @@ pub mod outcome;
 pub mod parallel;
 pub mod parallel_dsl;
 pub mod parallel_map;
+pub mod parallel_nested;
 pub mod parallel_replay;
 pub mod parallel_resume;
 pub mod parallel_rounds;

@@ -182,7 +182,7 @@ fn executor() -> rounds::Workflow {
 }
 
 /// The run's records as `from -> to receipt (lineage)`.
-fn lines(records: &[LedgerRecord]) -> Vec<String> {
+pub fn lines(records: &[LedgerRecord]) -> Vec<String> {
     records
         .iter()
         .map(|r| {

@@ -52,6 +52,13 @@ pub struct ForkModel {
     /// Each branch's edges to the join (by index into the edges), from any
     /// of its agents.
     pub exits: Vec<Vec<usize>>,
+    /// The fan-outs inside its branches: (the branch, the fan-out's
+    /// index), in branch order. The nested fan-out's join is in the branch's
+    /// region, its branches are not (they are the nested fan-out's own).
+    pub nested: Vec<(usize, usize)>,
+    /// A fan-out inside a branch of another: (that fan-out's index, the
+    /// branch).
+    pub inside: Option<(usize, usize)>,
     /// The join's edge.
     pub join_edge: Option<usize>,
     /// Whether the fan-out passed its rules (a join names exactly its
@@ -149,6 +156,26 @@ pub fn resolve(
 ) -> (Graph, Vec<Ident>, Vec<EdgeKind>, Graph) {
     let name = |a: usize| wf.agents[a].name.unraw().to_string();
     let mut used_joins = vec![false; wf.agents.len()];
+    // Every fan-out's join first: a fan-out inside a branch is followed
+    // through its join.
+    let joins: Vec<Option<usize>> = forks
+        .iter()
+        .map(|fork| {
+            let mut want: Vec<String> = fork.branches.iter().map(|&b| name(b)).collect();
+            want.sort();
+            wf.agents.iter().position(|a| {
+                let mut names: Vec<String> = a
+                    .args
+                    .join
+                    .iter()
+                    .map(|j| j.name.unraw().to_string())
+                    .collect();
+                names.sort();
+                !names.is_empty() && names == want
+            })
+        })
+        .collect();
+    let starts: Vec<(usize, usize)> = forks.iter().map(|f| f.from).zip(0..).collect();
     for (f, fork) in forks.iter_mut().enumerate() {
         let mut want: Vec<String> = fork.branches.iter().map(|&b| name(b)).collect();
         want.sort();
@@ -180,7 +207,9 @@ pub fn resolve(
         fork.quorum = check_quorum(cx, wf, fork, join);
         // Each branch: the agents its turns hand on to inside it, up to the
         // join; nothing else.
-        resolve_regions(cx, wf, graph, tokens, &mut kinds, f, fork, join);
+        resolve_regions(
+            cx, wf, graph, tokens, &mut kinds, f, fork, join, &joins, &starts,
+        );
         graph.edges.push(Edge {
             from: fork.from,
             to: Target::Agent(join),
@@ -189,7 +218,16 @@ pub fn resolve(
         tokens.push(fork.token.clone());
         kinds.push(EdgeKind::Join { fork: f });
         fork.join_edge = Some(graph.edges.len() - 1);
-        check_write_tools(cx, wf, fork);
+    }
+    check_nesting(cx, wf, forks);
+    for fork in forks.iter().filter(|f| f.join.is_some()) {
+        // A nested fan-out's agents are in the branch it is in.
+        let mut regions = fork.regions.clone();
+        for &(k, g) in &fork.nested {
+            let inner = forks[g].regions.iter().flatten().copied();
+            regions[k].extend(inner);
+        }
+        check_write_tools(cx, wf, fork, &regions);
     }
     for (a, agent) in wf.agents.iter().enumerate() {
         if let (Some(key), None) = (&agent.args.quorum_key, &agent.args.join_key) {
@@ -266,6 +304,8 @@ fn resolve_regions(
     f: usize,
     fork: &mut ForkModel,
     join: usize,
+    joins: &[Option<usize>],
+    starts: &[(usize, usize)],
 ) {
     let name = |a: usize| wf.agents[a].name.unraw().to_string();
     let from = name(fork.from);
@@ -281,16 +321,33 @@ fn resolve_regions(
     for k in 0..fork.branches.len() {
         let first = name(fork.branches[k]);
         let mut next = 0;
-        let mut nests = false;
         while let Some(&x) = fork.regions[k].get(next) {
             next += 1;
-            let mut nested = false;
+            // A fan-out from `x`, inside this branch: followed through its
+            // join, which is in the branch.
+            for &(from, g) in starts {
+                if from != x || g == f || fork.nested.iter().any(|&(_, n)| n == g) {
+                    continue;
+                }
+                fork.nested.push((k, g));
+                if let Some(j) = joins[g] {
+                    match owner[j] {
+                        None => {
+                            owner[j] = Some(k);
+                            fork.regions[k].push(j);
+                        }
+                        Some(o) if o == k => {}
+                        Some(_) => fork.clean = false,
+                    }
+                } else {
+                    fork.clean = false;
+                }
+            }
             for (i, e) in graph.edges.iter().enumerate() {
                 if e.from != x {
                     continue;
                 }
                 match (kinds[i], e.to) {
-                    (EdgeKind::Start { .. }, _) => nested = true,
                     (EdgeKind::Plain, Target::Agent(j)) if j == join => {
                         kinds[i] = EdgeKind::Outcome { fork: f, branch: k };
                         fork.exits[k].push(i);
@@ -337,22 +394,8 @@ fn resolve_regions(
                     _ => {}
                 }
             }
-            if nested {
-                nests = true;
-                fork.clean = false;
-                let agent = &wf.agents[x];
-                let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
-                cx.error_spanned_by(
-                    at,
-                    format!(
-                        "agent `{}` is in branch `{first}` of the fan-out of `{from}` and starts a fan-out of its own: nested fan-outs are not built yet; hand on to the join `{join_name}` and fan out again from there",
-                        name(x)
-                    ),
-                );
-            }
         }
-        // (A branch that fans out is reported for that alone.)
-        if fork.exits[k].is_empty() && !nests {
+        if fork.exits[k].is_empty() {
             fork.clean = false;
             let agent = &wf.agents[fork.branches[k]];
             let at = agent.args.to_key.as_ref().unwrap_or(&agent.name);
@@ -394,6 +437,64 @@ fn resolve_regions(
                 "the join `{join_name}` waits for a quorum, and branch `{long}` takes more than one turn: a quorum is counted over branches of one turn only; remove `quorum`, or make each branch one turn"
             ),
         );
+    }
+}
+
+/// A fan-out inside a branch of another (nested): one level deep, a
+/// `parallel(..)` whose join waits for every branch, its join in the same
+/// branch. Marks each nested fan-out, and the outer one unclean when a
+/// nested one is.
+fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
+    let name = |a: usize| wf.agents[a].name.unraw().to_string();
+    let pairs: Vec<(usize, usize, usize)> = forks
+        .iter()
+        .enumerate()
+        .flat_map(|(f, fork)| fork.nested.iter().map(move |&(k, g)| (f, k, g)))
+        .collect();
+    for &(f, k, g) in &pairs {
+        forks[g].inside = Some((f, k));
+    }
+    for &(f, k, g) in &pairs {
+        let (outer, inner) = (&forks[f], &forks[g]);
+        let from = name(inner.from);
+        let branch = name(outer.branches[k]);
+        let outer_from = name(outer.from);
+        let why = if let Some((f0, k0)) = outer.inside {
+            let (top, top_branch) = (name(forks[f0].from), name(forks[f0].branches[k0]));
+            let outer_join = outer
+                .join
+                .map_or_else(|| "its join".to_owned(), |j| format!("`{}`", name(j)));
+            Some(format!(
+                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`, which is itself in branch `{top_branch}` of the fan-out of `{top}`: fan-outs nest one level deep; hand on to {outer_join} and fan out again after it"
+            ))
+        } else if inner.map.is_some() {
+            Some(format!(
+                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}` and maps over a list: a map inside a branch is not built yet; fan out with `parallel(..)`, or map after the join"
+            ))
+        } else if inner.quorum.is_some() {
+            Some(format!(
+                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`: its own fan-out's join waits for a quorum, which is not built inside a branch yet; remove `quorum`"
+            ))
+        } else if inner.join.is_some_and(|j| outer.branch_of(j) != Some(k)) {
+            Some(format!(
+                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`, and the join of its own fan-out is not in that branch: a fan-out inside a branch is joined inside it; give the branch a join of its own"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = &why {
+            cx.error_spanned_by(&forks[g].token, why);
+            forks[g].clean = false;
+        }
+    }
+    // A fan-out with a nested one that failed its rules is not generated
+    // either (twice: nesting reported deeper than one level included).
+    for _ in 0..2 {
+        for &(f, _, g) in &pairs {
+            if !forks[g].clean {
+                forks[f].clean = false;
+            }
+        }
     }
 }
 
@@ -463,7 +564,7 @@ fn check_quorum(cx: &Ctxt, wf: &Workflow, fork: &ForkModel, join: usize) -> Opti
 
 /// Two branches of one fan-out run at the same time: a write (or
 /// destructive) tool granted to both could apply the same change twice.
-fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel) {
+fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel, regions: &[Vec<usize>]) {
     let writes = |tool: &Ident| {
         wf.tools.iter().any(|t| {
             t.name.unraw() == tool.unraw()
@@ -475,7 +576,7 @@ fn check_write_tools(cx: &Ctxt, wf: &Workflow, fork: &ForkModel) {
     };
     // Each write tool and the branch that holds it first.
     let mut held: Vec<(String, usize)> = Vec::new();
-    for (k, region) in fork.regions.iter().enumerate() {
+    for (k, region) in regions.iter().enumerate() {
         for tool in region.iter().flat_map(|&b| &wf.agents[b].args.tools) {
             if !writes(tool) {
                 continue;

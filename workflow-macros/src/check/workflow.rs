@@ -471,6 +471,8 @@ fn resolve_edges(cx: &Ctxt, wf: &Workflow, entry: usize) -> Edges {
                     join: None,
                     edges: Vec::new(),
                     regions: Vec::new(),
+                    nested: Vec::new(),
+                    inside: None,
                     exits: Vec::new(),
                     join_edge: None,
                     clean: false,

@@ -2,6 +2,8 @@
 //! `workflow_core::Workflow` (start, turn, restore, schemas), the `State`
 //! and the static graph the executor and the manifest read.
 
+use crate::check::parallel::{EdgeKind, ForkModel};
+use crate::graph::Target;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ext::IdentExt;
@@ -141,6 +143,27 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             });
             continue;
         };
+        // A fan-out inside a branch runs in its outer fan-out's turn
+        // (`rounds`): never a state of its own.
+        if fork.inside.is_some() {
+            let from_str = from.unraw().to_string();
+            let why = format!(
+                "the fan-out of `{from_str}` is inside a branch: it runs in its outer fan-out's turn"
+            );
+            fork_turns.push(quote! {
+                #state::#v(_) => ::workflow_core::__private::Result::Err(
+                    ::workflow_core::__private::RunError::Protocol(
+                        ::workflow_core::__private::String::from(#why),
+                    ),
+                ),
+            });
+            fork_restores.push(quote! {
+                #from_u16 => ::workflow_core::__private::Result::Err(
+                    ::workflow_core::__private::String::from(#why),
+                ),
+            });
+            continue;
+        }
         let join_agent = &wf.agents[join];
         let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
         // The bodies, at once; under a quorum, until that many are done.
@@ -439,43 +462,136 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
 /// The turn of a fan-out whose branches take more than one turn: the
 /// branches run in rounds, one turn of each at a time (all at once), then
 /// each turn is settled in branch order: handed on inside its branch (a
-/// step, whose turn runs in the next round) or to the join (the branch's
-/// outcome). Records are committed in that order whatever order the bodies
-/// finish in. Returns the module-level items (the enum of the branches'
-/// turns) and the match arm.
+/// step, whose turn runs in the next round), to the join (the branch's
+/// outcome), or to a fan-out inside the branch (its first start). Then the
+/// fan-outs opened in the round run, in branch order, one after the other,
+/// each to its join, whose turn runs in the next round. Records are
+/// committed in that order whatever order the bodies finish in. Returns the
+/// module-level items (the enums of the branches' turns) and the match arm.
 fn rounds(
     wf: &Workflow,
     r: &Resolved,
     f: usize,
-    fork: &crate::check::parallel::ForkModel,
+    fork: &ForkModel,
     join: usize,
     spec: &syn::Ident,
     state: &syn::Ident,
 ) -> (TokenStream, TokenStream) {
-    use crate::check::parallel::EdgeKind;
-    use crate::graph::Target;
     let v = quote::format_ident!("__Fork{}", f);
     let stat = quote::format_ident!("__WF_FORK_{}", f);
-    let turn_enum = quote::format_ident!("__WfFork{}Turn", f);
-    let from = &wf.agents[fork.from].name;
+    let turn_enum = turn_enum_name(f);
     let join_agent = &wf.agents[join];
     let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
-    let agents: Vec<(usize, usize)> = fork
-        .regions
-        .iter()
-        .enumerate()
-        .flat_map(|(k, region)| region.iter().map(move |&a| (k, a)))
-        .collect();
-    let variants = agents.iter().map(|&(_, a)| {
+    let mut items = turn_items(wf, f, fork, spec);
+    for &(_, g) in &fork.nested {
+        items.extend(turn_items(wf, g, &r.forks[g], spec));
+    }
+    let starts = fork.branches.iter().enumerate().map(|(k, &b)| {
+        let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
+        let k16 = k as u16;
+        quote! {
+            __wf_turns.push(#turn_enum::#bv(run.branch::<#n::Agent>(&mut fork, #k16, parallel.#n)?));
+        }
+    });
+    let outs = out_decls(wf, f, fork);
+    // Each nested fan-out opened in a round: its fan-out, its first branch's
+    // turn, the other branches' inputs.
+    let nested_decls = fork.nested.iter().map(|&(_, g)| {
+        let slot = nested_slot(g);
+        let inner = &r.forks[g];
+        let b0 = &wf.agents[inner.branches[0]].name;
+        let rest = inner.branches[1..].iter().map(|&b| {
+            let ty = super::input_alias(&wf.agents[b]);
+            quote!(#ty,)
+        });
+        quote! {
+            let mut #slot: ::workflow_core::__private::Option<(
+                ::workflow_core::__private::ForkRun,
+                ::workflow_core::__private::BranchTurn<'_, #spec, #b0::Agent>,
+                (#(#rest)*),
+            )> = ::workflow_core::__private::Option::None;
+        }
+    });
+    let arms = settle_arms(wf, r, f, fork, &quote!(fork), &quote!(__wf_next));
+    let mut nested: Vec<&(usize, usize)> = fork.nested.iter().collect();
+    nested.sort_by_key(|(k, _)| *k);
+    let pass2 = nested.iter().map(|&&(_, g)| nested_run(wf, r, f, g));
+    let fields = joined_fields(wf, f, fork);
+    let n = fork.branches.len();
+    let arm = quote! {
+        #state::#v(parallel) => {
+            let mut fork = run.fork_rounds(&#stat)?;
+            let mut __wf_turns: ::workflow_core::__private::Vec<#turn_enum<'_>> =
+                ::workflow_core::__private::Vec::with_capacity(#n);
+            #(#starts)*
+            #(#outs)*
+            #(#nested_decls)*
+            // One round: every branch's current turn readied (the record
+            // each will write numbered), run at once, then each settled in
+            // branch order.
+            while !__wf_turns.is_empty() {
+                for turn in __wf_turns.iter_mut() {
+                    turn.ready(run, &mut fork)?;
+                }
+                {
+                    let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
+                        __wf_turns.iter_mut().map(|t| t.body()).collect();
+                    ::workflow_core::__private::run_branches(&mut bodies).await;
+                }
+                let mut __wf_next = ::workflow_core::__private::Vec::with_capacity(__wf_turns.len());
+                for turn in __wf_turns {
+                    match turn {
+                        #(#arms)*
+                    }
+                }
+                #(#pass2)*
+                __wf_turns = __wf_next;
+            }
+            let joined = #join_name::Joined { #(#fields),* };
+            run.join::<#join_name::Agent>(fork, &joined)?;
+            ::workflow_core::__private::Result::Ok(
+                ::workflow_core::__private::Transition::To(#state::#join_v(joined)),
+            )
+        }
+    };
+    (items, arm)
+}
+
+/// The enum of fan-out `f`'s branch turns.
+fn turn_enum_name(f: usize) -> syn::Ident {
+    quote::format_ident!("__WfFork{}Turn", f)
+}
+
+/// Where a round keeps nested fan-out `g` opened in it.
+fn nested_slot(g: usize) -> syn::Ident {
+    quote::format_ident!("__wf_nested_{}", g)
+}
+
+/// Where fan-out `f` keeps branch `k`'s outcome.
+fn out_name(f: usize, k: usize) -> syn::Ident {
+    quote::format_ident!("__wf_out_{}_{}", f, k)
+}
+
+/// The enum of the turns of fan-out `f`'s branches (one variant per agent
+/// of its branches), with the body and the readying of each.
+fn turn_items(wf: &Workflow, f: usize, fork: &ForkModel, spec: &syn::Ident) -> TokenStream {
+    let turn_enum = turn_enum_name(f);
+    let from = &wf.agents[fork.from].name;
+    let agents: Vec<usize> = fork.regions.iter().flatten().copied().collect();
+    let variants = agents.iter().map(|&a| {
         let (n, av) = (&wf.agents[a].name, &wf.agents[a].variant);
         quote!(#av(::workflow_core::__private::BranchTurn<'x, #spec, #n::Agent>))
     });
-    let bodies = agents.iter().map(|&(_, a)| {
+    let bodies = agents.iter().map(|&a| {
         let av = &wf.agents[a].variant;
         quote!(Self::#av(turn) => turn,)
     });
+    let readies = agents.iter().map(|&a| {
+        let av = &wf.agents[a].variant;
+        quote!(Self::#av(turn) => run.ready(fork, turn),)
+    });
     let doc = format!("The turns of the branches of `{from}`'s fan-out, one per branch at a time.");
-    let items = quote! {
+    quote! {
         #[doc = #doc]
         #[doc(hidden)]
         enum #turn_enum<'x> {
@@ -488,30 +604,74 @@ fn rounds(
                     #(#bodies)*
                 }
             }
+
+            fn ready(
+                &mut self,
+                run: &mut ::workflow_core::__private::Runtime<'x, #spec>,
+                fork: &mut ::workflow_core::__private::ForkRun,
+            ) -> ::workflow_core::__private::Result<(), ::workflow_core::__private::RunError> {
+                match self {
+                    #(#readies)*
+                }
+            }
         }
-    };
-    let out = |k: usize| quote::format_ident!("__wf_out_{}", k);
-    let alias = |k: usize| {
-        let b = wf.agents[fork.branches[k]].name.unraw();
-        quote::format_ident!("__wf_branch_output_{}", b)
-    };
-    let starts = fork.branches.iter().enumerate().map(|(k, &b)| {
-        let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
-        let k16 = k as u16;
-        quote! {
-            __wf_turns.push(#turn_enum::#bv(run.branch::<#n::Agent>(&mut fork, #k16, parallel.#n)?));
-        }
-    });
-    let outs = (0..fork.branches.len()).map(|k| {
-        let (o, a) = (out(k), alias(k));
-        quote! {
-            let mut #o: ::workflow_core::__private::Option<::workflow_core::__private::Branch<#a>> =
-                ::workflow_core::__private::Option::None;
-        }
-    });
-    let arms = agents.iter().map(|&(k, x)| {
+    }
+}
+
+/// The declarations of fan-out `f`'s branch outcomes, none yet.
+fn out_decls(wf: &Workflow, f: usize, fork: &ForkModel) -> Vec<TokenStream> {
+    (0..fork.branches.len())
+        .map(|k| {
+            let o = out_name(f, k);
+            let a = super::agent::branch_output_alias(&wf.agents[fork.branches[k]]);
+            quote! {
+                let mut #o: ::workflow_core::__private::Option<::workflow_core::__private::Branch<#a>> =
+                    ::workflow_core::__private::Option::None;
+            }
+        })
+        .collect()
+}
+
+/// The fields of fan-out `f`'s join input: each branch's outcome.
+fn joined_fields(wf: &Workflow, f: usize, fork: &ForkModel) -> Vec<TokenStream> {
+    fork.branches
+        .iter()
+        .enumerate()
+        .map(|(k, &b)| {
+            let (n, o) = (&wf.agents[b].name, out_name(f, k));
+            let missing = format!("branch `{}` ended without an outcome", n.unraw());
+            quote! {
+                #n: #o.ok_or_else(|| ::workflow_core::__private::RunError::Protocol(
+                    ::workflow_core::__private::String::from(#missing),
+                ))?
+            }
+        })
+        .collect()
+}
+
+/// The match arms settling a turn of fan-out `f` (its variable `fork_var`),
+/// in the enum of its branch turns: what it handed on, recorded (or, in a
+/// resumed run, read back), the next turn of its branch pushed to
+/// `next_var`.
+fn settle_arms(
+    wf: &Workflow,
+    r: &Resolved,
+    f: usize,
+    fork: &ForkModel,
+    fork_var: &TokenStream,
+    next_var: &TokenStream,
+) -> Vec<TokenStream> {
+    let turn_enum = turn_enum_name(f);
+    let agents: Vec<(usize, usize)> = fork
+        .regions
+        .iter()
+        .enumerate()
+        .flat_map(|(k, region)| region.iter().map(move |&a| (k, a)))
+        .collect();
+    agents.iter().map(|&(k, x)| {
         let (xn, xv) = (&wf.agents[x].name, &wf.agents[x].variant);
-        let (o, a) = (out(k), alias(k));
+        let o = out_name(f, k);
+        let a = super::agent::branch_output_alias(&wf.agents[fork.branches[k]]);
         let mut ran = Vec::new();
         let mut recorded = Vec::new();
         for (i, (e, kind)) in r.graph.edges.iter().zip(&r.kinds).enumerate() {
@@ -520,18 +680,19 @@ fn rounds(
             }
             let edge = (i + 1) as u16; // edge 0 is START -> entry
             match (kind, e.to) {
-                (EdgeKind::Outcome { .. }, _) => {
+                (EdgeKind::Outcome { fork: of, .. }, Target::Agent(j)) if *of == f => {
+                    let jv = &wf.agents[j].variant;
                     ran.push(quote! {
-                        #xn::Next::#join_v(out) => {
+                        #xn::Next::#jv(out) => {
                             #o = ::workflow_core::__private::Option::Some(run.hand_to_join(
-                                &mut fork, handing, #edge, out, ::workflow_core::__private::no_contract,
+                                &mut #fork_var, handing, #edge, out, ::workflow_core::__private::no_contract,
                             )?);
                         }
                     });
                     recorded.push(quote! {
                         #edge => {
                             #o = ::workflow_core::__private::Option::Some(
-                                run.settle_recorded::<#xn::Agent, #a>(&mut fork, branch, seq)?,
+                                run.settle_recorded::<#xn::Agent, #a>(&mut #fork_var, branch, seq)?,
                             );
                         }
                     });
@@ -539,14 +700,48 @@ fn rounds(
                 (EdgeKind::Plain, Target::Agent(y)) => {
                     let (yn, yv) = (&wf.agents[y].name, &wf.agents[y].variant);
                     ran.push(quote! {
-                        #xn::Next::#yv(input) => __wf_next.push(#turn_enum::#yv(
-                            run.step::<#yn::Agent>(&mut fork, handing, #edge, input)?,
+                        #xn::Next::#yv(input) => #next_var.push(#turn_enum::#yv(
+                            run.step::<#yn::Agent>(&mut #fork_var, handing, #edge, input)?,
                         )),
                     });
                     recorded.push(quote! {
-                        #edge => __wf_next.push(#turn_enum::#yv(
-                            run.step_recorded::<#yn::Agent>(&mut fork, branch, depth, seq)?,
+                        #edge => #next_var.push(#turn_enum::#yv(
+                            run.step_recorded::<#yn::Agent>(&mut #fork_var, branch, depth, seq)?,
                         )),
+                    });
+                }
+                // A fan-out inside the branch: its first start now, the
+                // rest once the round is settled.
+                (EdgeKind::Start { fork: g, branch: 0 }, _) if fork.nested.iter().any(|n| n.1 == *g) => {
+                    let inner = &r.forks[*g];
+                    let stat = quote::format_ident!("__WF_FORK_{}", g);
+                    let slot = nested_slot(*g);
+                    let b0 = &wf.agents[inner.branches[0]].name;
+                    let given = inner.branches[1..].iter().map(|&b| {
+                        let n = &wf.agents[b].name;
+                        quote!(parallel.#n,)
+                    });
+                    let read = inner.branches.iter().enumerate().skip(1).map(|(i, &b)| {
+                        let n = &wf.agents[b].name;
+                        let i = i as u16;
+                        quote!(run.recorded_input::<#n::Agent>(&__wf_inner, #i)?,)
+                    });
+                    ran.push(quote! {
+                        #xn::Next::Parallel(parallel) => {
+                            let (__wf_inner, __wf_first) = run.fan_out_in_branch::<#b0::Agent>(
+                                &mut #fork_var, handing, &#stat, parallel.#b0,
+                            )?;
+                            #slot = ::workflow_core::__private::Option::Some((__wf_inner, __wf_first, (#(#given)*)));
+                        }
+                    });
+                    recorded.push(quote! {
+                        #edge => {
+                            let (__wf_inner, __wf_first) = run.fan_out_recorded::<#b0::Agent>(
+                                &mut #fork_var, branch, depth, seq, &#stat,
+                            )?;
+                            let __wf_rest = (#(#read)*);
+                            #slot = ::workflow_core::__private::Option::Some((__wf_inner, __wf_first, __wf_rest));
+                        }
                     });
                 }
                 _ => {}
@@ -554,7 +749,7 @@ fn rounds(
         }
         let x_str = xn.unraw().to_string();
         quote! {
-            #turn_enum::#xv(turn) => match run.finish(&mut fork, turn)? {
+            #turn_enum::#xv(turn) => match run.finish(&mut #fork_var, turn)? {
                 ::workflow_core::__private::Finished::Ran(next, handing) => match next {
                     #(#ran)*
                 },
@@ -574,48 +769,63 @@ fn rounds(
                 },
             },
         }
-    });
-    let fields = fork.branches.iter().enumerate().map(|(k, &b)| {
-        let (n, o) = (&wf.agents[b].name, out(k));
-        let missing = format!("branch `{}` ended without an outcome", n.unraw());
+    }).collect()
+}
+
+/// Once a round of fan-out `f` is settled: nested fan-out `g`, if one of
+/// the round's turns opened it, run to its join: the rest of its starts,
+/// its rounds, its join, whose agent's turn runs in `f`'s next round.
+fn nested_run(wf: &Workflow, r: &Resolved, f: usize, g: usize) -> TokenStream {
+    let inner = &r.forks[g];
+    let slot = nested_slot(g);
+    let outer_enum = turn_enum_name(f);
+    let inner_enum = turn_enum_name(g);
+    let Some(join) = inner.join else {
+        return TokenStream::new();
+    };
+    let (join_name, join_v) = (&wf.agents[join].name, &wf.agents[join].variant);
+    let b0v = &wf.agents[inner.branches[0]].variant;
+    let starts = inner.branches.iter().enumerate().skip(1).map(|(i, &b)| {
+        let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
+        let k16 = i as u16;
+        let field = syn::Index::from(i - 1);
         quote! {
-            #n: #o.ok_or_else(|| ::workflow_core::__private::RunError::Protocol(
-                ::workflow_core::__private::String::from(#missing),
-            ))?
+            __wf_iturns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut __wf_inner, #k16, __wf_rest.#field)?));
         }
     });
-    let n = fork.branches.len();
-    let arm = quote! {
-        #state::#v(parallel) => {
-            let mut fork = run.fork(&#stat)?;
-            let mut __wf_turns: ::workflow_core::__private::Vec<#turn_enum<'_>> =
+    let outs = out_decls(wf, g, inner);
+    let arms = settle_arms(wf, r, g, inner, &quote!(__wf_inner), &quote!(__wf_inext));
+    let fields = joined_fields(wf, g, inner);
+    let n = inner.branches.len();
+    quote! {
+        if let ::workflow_core::__private::Option::Some((mut __wf_inner, __wf_first, __wf_rest)) = #slot.take() {
+            run.nested_starts(&fork, &mut __wf_inner);
+            let mut __wf_iturns: ::workflow_core::__private::Vec<#inner_enum<'_>> =
                 ::workflow_core::__private::Vec::with_capacity(#n);
+            __wf_iturns.push(#inner_enum::#b0v(__wf_first));
             #(#starts)*
             #(#outs)*
-            // One round: every branch's current turn at once, then each
-            // settled in branch order.
-            while !__wf_turns.is_empty() {
+            while !__wf_iturns.is_empty() {
+                for turn in __wf_iturns.iter_mut() {
+                    turn.ready(run, &mut __wf_inner)?;
+                }
                 {
                     let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
-                        __wf_turns.iter_mut().map(|t| t.body()).collect();
+                        __wf_iturns.iter_mut().map(|t| t.body()).collect();
                     ::workflow_core::__private::run_branches(&mut bodies).await;
                 }
-                let writing = __wf_turns.iter_mut().filter_map(|t| t.body().writes().then_some(())).count();
-                run.settling(&mut fork, writing);
-                let mut __wf_next = ::workflow_core::__private::Vec::with_capacity(__wf_turns.len());
-                for turn in __wf_turns {
+                let mut __wf_inext = ::workflow_core::__private::Vec::with_capacity(__wf_iturns.len());
+                for turn in __wf_iturns {
                     match turn {
                         #(#arms)*
                     }
                 }
-                __wf_turns = __wf_next;
+                __wf_iturns = __wf_inext;
             }
             let joined = #join_name::Joined { #(#fields),* };
-            run.join::<#join_name::Agent>(fork, &joined)?;
-            ::workflow_core::__private::Result::Ok(
-                ::workflow_core::__private::Transition::To(#state::#join_v(joined)),
-            )
+            __wf_next.push(#outer_enum::#join_v(
+                run.join_in_branch::<#join_name::Agent>(&mut fork, __wf_inner, joined)?,
+            ));
         }
-    };
-    (items, arm)
+    }
 }
