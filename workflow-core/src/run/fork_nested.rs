@@ -48,7 +48,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let mut run = self.open_inner(fork, inner, branch, depth, start)?;
         run.open = handing.open;
         run.dissent = handing.dissent;
-        let first = self.branch_with::<B>(&mut run, 0, input, handing.record)?;
+        let mut record = handing.record;
+        // Run again after a crash cut its fan-out's starts: its usage and
+        // its record are the recorded ones, counted and kept once.
+        if let Some(spent) = run.resume.as_ref().and_then(|r| r.spent) {
+            self.spent = spent;
+            run.spent = spent;
+            record = None;
+        }
+        let first = self.branch_with::<B>(&mut run, 0, input, record)?;
         Ok((run, first))
     }
 

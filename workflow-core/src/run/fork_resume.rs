@@ -76,6 +76,9 @@ struct Scan {
     ended: Vec<bool>,
     /// A nested fan-out's join.
     join: Option<(u32, Arc<str>)>,
+    /// A nested fan-out cut before its starts were all recorded: what the
+    /// run had spent, its fanning turn's recorded usage counted once.
+    spent: Option<Usage>,
 }
 
 impl Scan {
@@ -87,6 +90,7 @@ impl Scan {
             last: Vec::new(),
             ended: Vec::new(),
             join: None,
+            spent: None,
         }
     }
 
@@ -256,7 +260,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // inputs of the others exist nowhere, so the turn that fanned out
         // runs again (its journaled calls served; its record, on the first
         // start, kept once, its usage counted once).
-        for (scan, k) in &inners {
+        for (scan, k) in inners.iter_mut() {
             let first = scan.starts.first().map(|(seq, _)| *seq);
             let edge = first
                 .and_then(|seq| self.transcript.entries.get(seq as usize))
@@ -281,14 +285,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     )));
                 }
                 outer.chain[*k].pop();
-                if let Some(i) = self.transcript.turns.iter().position(|(i, _)| *i == first) {
-                    self.transcript.turns.remove(i);
-                    let mut spent = Usage::default();
-                    for (_, turn) in &self.transcript.turns {
-                        spent.add(&turn.usage);
-                    }
-                    self.spent = spent;
-                }
+                // What the run had spent with the turn's recorded record,
+                // restored once it fans out again (its record on the first
+                // start stays the recorded one).
+                scan.spent = Some(self.spent);
             }
         }
         // The hop counter as it stood when the fan-out opened: each
@@ -308,7 +308,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     at: scan.at,
                     starts: scan.starts,
                     chain: scan.chain,
-                    spent: None,
+                    spent: scan.spent,
                     rerun: None,
                     join: scan.join,
                     nested: Vec::new(),
