@@ -70,6 +70,9 @@ pub struct ForkRun {
     /// A fan-out inside a branch of another (nested): that branch, and
     /// which of its turns (its depth) fanned out.
     pub(super) outer: Option<(u16, u16)>,
+    /// The disagreement the fan-out agent received (a join's turn that fans
+    /// out): every branch's start must carry it forward.
+    pub(super) dissent: Option<crate::spec::Disagreement>,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -202,7 +205,25 @@ pub struct Handing {
     pub(super) record: Option<TurnRecord>,
     /// The disagreement the turn received (a nested join's), which what it
     /// hands on must carry forward.
-    dissent: Option<crate::spec::Disagreement>,
+    pub(super) dissent: Option<crate::spec::Disagreement>,
+    /// A resumed turn that fanned out before the crash (its fan-out's first
+    /// start is recorded, at this sequence number): run again, it must fan
+    /// out again.
+    fanned: Option<u32>,
+}
+
+impl Handing {
+    /// Anything but fanning out again, from a turn that fanned out before
+    /// the crash: refused, nothing written.
+    pub(super) fn must_fan_out(&self, run_id: u64) -> Result<(), RunError> {
+        match self.fanned {
+            Some(first) => Err(RunError::Resume(format!(
+                "run {run_id}: the turn of branch {} that worked on #{} fanned out before the crash (its fan-out's first start is #{first}) and, run again, did not: it did not repeat itself",
+                self.branch, self.start
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Handing {
@@ -402,6 +423,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             resume,
             deferred: false,
             outer: None,
+            dissent: self.dissent.take(),
             #[cfg(feature = "tracing")]
             span,
         })
@@ -502,6 +524,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let refused = self.record(edge, info, &input, Status::Pending)?;
         let start = (self.transcript.len() - 1) as u32;
         self.keep_turn(start, keep);
+        // A join's turn that fans out: each start carries its disagreement.
+        let dropped = fork
+            .dissent
+            .as_ref()
+            .filter(|d| !d.carried_by(A::contract(&input).as_ref()))
+            .map(|d| RejectReason::VerdictDropped {
+                fork: d.fork,
+                verdicts: d.verdicts.clone(),
+            });
         self.transcript.lineage.push((
             start,
             Lineage::Start {
@@ -516,7 +547,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // The sender's checks: a payload the encoder refused, a question
         // the fan-out agent received and this branch's handoff dropped.
         self.open.clone_from(&fork.open);
-        self.receive_in_branch(fork, &mut turn, input, refused.into_iter().collect())?;
+        let sender = refused.into_iter().chain(dropped).collect();
+        self.receive_in_branch(fork, &mut turn, input, sender)?;
         Ok(turn)
     }
 
@@ -600,11 +632,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         fork: &mut ForkRun,
         turn: &mut BranchTurn<'x, W, A>,
     ) -> Result<(), RunError> {
-        fork.deferred = true;
-        if !matches!(turn.state, BranchState::Accepted { .. }) {
-            // Readied already (a start's turn): the round's records begin
-            // after the ones their turns write.
+        if !fork.deferred {
+            // The first round of a fan-out whose starts' turns were readied
+            // as they were accepted: the records after the ones their turns
+            // write are numbered from here on, at each round's start.
+            fork.deferred = true;
             fork.round_base = fork.round_base.max(fork.next_outcome);
+        }
+        if !matches!(turn.state, BranchState::Accepted { .. }) {
             return Ok(());
         }
         let BranchState::Accepted {
@@ -647,6 +682,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         B::Input: Serialize,
     {
+        handing.must_fan_out(self.transcript.run_id)?;
         let Handing {
             branch,
             start,
@@ -886,6 +922,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     )));
                 };
                 let edge = entry.edge;
+                // A turn that failed is recorded as its input again (over
+                // the edge it was handed on): it ended the branch.
+                if let Some(crate::spec::Receipt::TurnFailed { error }) =
+                    self.transcript.receipt(seq as usize)
+                {
+                    if let Some(head) = fork.heads.get_mut(usize::from(branch)) {
+                        *head = seq;
+                    }
+                    self.carry_unresolved(fork, seq);
+                    return Ok(Finished::Ended(self.failed_outcome::<A, Infallible>(error)));
+                }
                 return Ok(Finished::Recorded {
                     branch,
                     depth,
@@ -905,6 +952,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let Some(shared) = shared else {
             return Err(RunError::Protocol("an accepted branch has no log".into()));
         };
+        // A turn that fanned out before the crash, run again.
+        let fanned = fork
+            .resume
+            .as_ref()
+            .and_then(|r| r.nested.iter().find(|n| n.at == start))
+            .and_then(|n| n.starts.first())
+            .map(|(seq, _)| *seq);
         self.turn_input = start as usize;
         self.turn_scope = scope;
         // The branch's lease acts go into its turn's record, and what it
@@ -984,8 +1038,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     open,
                     record,
                     dissent,
+                    fanned,
                 },
             )),
+            Err((_, error)) if fanned.is_some() => Err(RunError::Resume(format!(
+                "run {}: the turn of branch {branch} that worked on #{start} fanned out before the crash and, run again, failed ({error}): it did not repeat itself",
+                self.transcript.run_id
+            ))),
             Err((outcome, error)) => {
                 self.settle_failed(start, record, parent, &error.to_string())?;
                 if let Some(head) = fork.heads.get_mut(branch as usize) {
@@ -1010,6 +1069,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         value: O,
         contract: fn(&O) -> Option<ContractView<'_>>,
     ) -> Result<Branch<O>, RunError> {
+        handing.must_fan_out(self.transcript.run_id)?;
         let Handing {
             branch,
             start,

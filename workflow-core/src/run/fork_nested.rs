@@ -47,7 +47,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let (branch, start, depth) = handing.place();
         let mut run = self.open_inner(fork, inner, branch, depth, start)?;
         run.open = handing.open;
-        let first = self.branch_with::<B>(&mut run, 0, input, handing.record)?;
+        run.dissent = handing.dissent;
+        let mut record = handing.record;
+        // Run again after a crash cut its fan-out's starts: its usage and
+        // its record are the recorded ones, counted and kept once.
+        if let Some(spent) = run.resume.as_ref().and_then(|r| r.spent) {
+            self.spent = spent;
+            run.spent = spent;
+            record = None;
+        }
+        let first = self.branch_with::<B>(&mut run, 0, input, record)?;
         Ok((run, first))
     }
 
@@ -242,8 +251,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn_input = at as usize;
         let mut run = self.open_fork(inner, inner.branches.len(), false)?;
         run.deferred = true;
+        // Numbered once its starts are recorded (`nested_starts`).
+        run.next_outcome = 0;
+        run.round_base = 0;
         run.outer = Some((branch, depth));
         run.open = Vec::new();
+        run.dissent = None;
         run.resume = fork.resume.as_mut().and_then(|r| {
             let i = r.nested.iter().position(|n| n.at == at)?;
             Some(r.nested.swap_remove(i))

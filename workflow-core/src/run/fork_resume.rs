@@ -76,6 +76,9 @@ struct Scan {
     ended: Vec<bool>,
     /// A nested fan-out's join.
     join: Option<(u32, Arc<str>)>,
+    /// A nested fan-out cut before its starts were all recorded: what the
+    /// run had spent, its fanning turn's recorded usage counted once.
+    spent: Option<Usage>,
 }
 
 impl Scan {
@@ -87,12 +90,14 @@ impl Scan {
             last: Vec::new(),
             ended: Vec::new(),
             join: None,
+            spent: None,
         }
     }
 
-    /// Branch `branch`'s start, recorded at `seq`: the next of the starts,
-    /// before any branch handed anything on.
-    fn start(&mut self, seq: u32, hash: Arc<str>, branch: u16) -> Result<(), String> {
+    /// Branch `branch`'s start, recorded at `seq` (its receiver's turn
+    /// `ran`, or it was refused): the next of the starts, before any branch
+    /// handed anything on.
+    fn start(&mut self, seq: u32, hash: Arc<str>, branch: u16, ran: bool) -> Result<(), String> {
         let stepped = self.chain.iter().any(|c| !c.is_empty());
         if usize::from(branch) != self.starts.len() || stepped {
             return Err(format!(
@@ -103,7 +108,8 @@ impl Scan {
         self.starts.push((seq, hash));
         self.chain.push(Vec::new());
         self.last.push(seq);
-        self.ended.push(false);
+        // Refused at its receipt: the branch ended there.
+        self.ended.push(!ran);
         Ok(())
     }
 
@@ -116,6 +122,7 @@ impl Scan {
         branch: u16,
         parent: u32,
         step: bool,
+        ran: bool,
     ) -> Result<(), String> {
         let k = usize::from(branch);
         if self.last.get(k) != Some(&parent) || self.ended.get(k).copied().unwrap_or(true) {
@@ -124,7 +131,8 @@ impl Scan {
                 self.at
             ));
         }
-        self.ended[k] = !step;
+        // An outcome, or a step refused at its receipt, ends the branch.
+        self.ended[k] = !step || !ran;
         self.last[k] = seq;
         self.chain[k].push((seq, hash));
         Ok(())
@@ -186,11 +194,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let inner = inners.iter().position(|(s, _)| s.at == fork);
             match (lineage, inner) {
                 (Lineage::Start { branch, .. }, _) if fork == at => {
-                    outer.start(r.seq, hash(), *branch).map_err(refuse)?;
+                    outer
+                        .start(r.seq, hash(), *branch, ran(r.seq))
+                        .map_err(refuse)?;
                     accepted += u32::from(ran(r.seq));
                 }
                 (Lineage::Start { branch, .. }, Some(i)) => {
-                    inners[i].0.start(r.seq, hash(), *branch).map_err(refuse)?;
+                    inners[i]
+                        .0
+                        .start(r.seq, hash(), *branch, ran(r.seq))
+                        .map_err(refuse)?;
                     accepted += u32::from(ran(r.seq));
                 }
                 // A fan-out inside branch `k`: its first start is what the
@@ -200,7 +213,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         continue;
                     };
                     let mut scan = Scan::new(fork);
-                    scan.start(r.seq, hash(), 0).map_err(refuse)?;
+                    scan.start(r.seq, hash(), 0, ran(r.seq)).map_err(refuse)?;
                     outer.chain[k].push((r.seq, hash()));
                     inners.push((scan, k));
                     accepted += u32::from(ran(r.seq));
@@ -214,7 +227,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         Some(i) if fork != at => &mut inners[i].0,
                         _ => &mut outer,
                     };
-                    scan.follow(r.seq, hash(), *branch, *parent, step)
+                    scan.follow(r.seq, hash(), *branch, *parent, step, ran(r.seq))
                         .map_err(refuse)?;
                     if step {
                         accepted += u32::from(ran(r.seq));
@@ -247,7 +260,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // inputs of the others exist nowhere, so the turn that fanned out
         // runs again (its journaled calls served; its record, on the first
         // start, kept once, its usage counted once).
-        for (scan, k) in &inners {
+        for (scan, k) in inners.iter_mut() {
             let first = scan.starts.first().map(|(seq, _)| *seq);
             let edge = first
                 .and_then(|seq| self.transcript.entries.get(seq as usize))
@@ -272,14 +285,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     )));
                 }
                 outer.chain[*k].pop();
-                if let Some(i) = self.transcript.turns.iter().position(|(i, _)| *i == first) {
-                    self.transcript.turns.remove(i);
-                    let mut spent = Usage::default();
-                    for (_, turn) in &self.transcript.turns {
-                        spent.add(&turn.usage);
-                    }
-                    self.spent = spent;
-                }
+                // What the run had spent with the turn's recorded record,
+                // restored once it fans out again (its record on the first
+                // start stays the recorded one).
+                scan.spent = Some(self.spent);
             }
         }
         // The hop counter as it stood when the fan-out opened: each
@@ -299,7 +308,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     at: scan.at,
                     starts: scan.starts,
                     chain: scan.chain,
-                    spent: None,
+                    spent: scan.spent,
                     rerun: None,
                     join: scan.join,
                     nested: Vec::new(),
@@ -595,14 +604,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             )));
         };
         *head = seq;
-        // What the branch could not carry, for the join's turn.
-        if let Some((_, turn)) = self.transcript.turns.iter().find(|(i, _)| *i == seq) {
-            for q in &turn.unresolved {
-                if !fork.carried.contains(q) {
-                    fork.carried.push(q.clone());
-                }
-            }
-        }
+        self.carry_unresolved(fork, seq);
         let i = seq as usize;
         match self.transcript.receipt(i) {
             Some(Receipt::Rejected { reason }) => Ok(Branch::Rejected { reason }),
@@ -622,10 +624,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
     }
 
+    /// What the turn recorded at `seq` could not carry (its unresolved
+    /// questions), for the join's turn.
+    pub(super) fn carry_unresolved(&self, fork: &mut ForkRun, seq: u32) {
+        if let Some((_, turn)) = self.transcript.turns.iter().find(|(i, _)| *i == seq) {
+            for q in &turn.unresolved {
+                if !fork.carried.contains(q) {
+                    fork.carried.push(q.clone());
+                }
+            }
+        }
+    }
+
     /// The outcome a branch whose turn failed with `error` (as its record
     /// says it) ended with: timed out or cancelled when the error is the
     /// one those outcomes are recorded with, failed otherwise.
-    fn failed_outcome<A: Agent<W>, O>(&self, error: String) -> Branch<O> {
+    pub(super) fn failed_outcome<A: Agent<W>, O>(&self, error: String) -> Branch<O> {
         let agent = agent_name::<W>(A::INDEX);
         let timeouts = A::TIMEOUT
             .map(|t| t.as_millis() as u64)

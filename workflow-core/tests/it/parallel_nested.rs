@@ -21,6 +21,12 @@ pub struct Calls {
     made: AtomicU32,
 }
 
+thread_local! {
+    /// The review agent fails (a run resumed after a crash whose agent does
+    /// not repeat itself; the paused-clock tests run on one thread).
+    static FAIL_REVIEW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// What a reviewer hands on: whether it approves is its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Verdict)]
 pub struct Review {
@@ -141,13 +147,20 @@ pub mod nested {
     /// Asks two specialists at once.
     #[agent(owns = [Review], to = [parallel(security, performance)])]
     async fn review(ask: ReviewAsk, cx: review::Context<'_>) -> Result<review::Next, Reject> {
-        if ask.change.contains("panic") {
+        if ask.change.contains("panic") || FAIL_REVIEW.get() {
             return Err(Reject::because("cannot review a panic"));
         }
+        // A `lease` in the change: a lease past the reviewer's own, refused
+        // at the security reviewer's receipt.
+        let scope = if ask.change.contains("lease") {
+            cx.lease(authority::Security).until_hop(cx.hop() + 50)
+        } else {
+            cx.lease(authority::Security).as_long_as_mine()
+        };
         Ok(review::Next::Parallel(review::Parallel {
             security: SecurityAsk {
                 op: Operation::new("review", "security"),
-                scope: cx.lease(authority::Security).as_long_as_mine(),
+                scope,
                 evidence: vec![],
                 open: vec![],
                 stop: StopWhen::at_hop(cx.hop() + 7),
@@ -343,14 +356,16 @@ async fn a_failed_turn_that_would_fan_out_is_the_outer_branchs_failure() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_nested_fan_out_resumes_from_every_cut_and_replays_identically() {
+/// Runs `change`, then cuts the run after each of its records and resumes
+/// it: the records (payloads and tool calls included) are the uncut run's,
+/// the scan is called only by a security turn that started after the cut
+/// (its outcome is record `scanned`), and a replay is identical.
+async fn resumes_from_every_cut(change: &str, scanned: Option<usize>) {
     let ledger = Arc::new(MemoryLedger::new());
     let wf = executor().with_ledger(ledger.clone());
-    let done = wf.run("unsafe code".to_owned()).await.unwrap();
+    let done = wf.run(change.to_owned()).await.unwrap();
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
-    assert_eq!(whole.len(), 13);
     let view = |r: &LedgerRecord| {
         (
             r.seq,
@@ -379,34 +394,83 @@ async fn a_nested_fan_out_resumes_from_every_cut_and_replays_identically() {
         }
         crashed
             .verify_run(run_id)
-            .unwrap_or_else(|e| panic!("cut after {cut} records: {e}"));
+            .unwrap_or_else(|e| panic!("{change}: cut after {cut} records: {e}"));
         let wf: Executor<nested::Spec> = executor().with_ledger(crashed.clone());
         let resumed = wf
             .resume(run_id)
             .await
-            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
-        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+            .unwrap_or_else(|e| panic!("{change}: cut after {cut} records: {}", e.error));
+        assert_eq!(
+            resumed.output, done.output,
+            "{change}: cut after {cut} records"
+        );
         let again = crashed.records(run_id).unwrap();
         assert_eq!(
             again.iter().map(view).collect::<Vec<_>>(),
             whole.iter().map(view).collect::<Vec<_>>(),
-            "cut after {cut} records"
+            "{change}: cut after {cut} records"
         );
         crashed.verify_run(run_id).unwrap();
-        // The security turn (its outcome #6) calls the tool only when it
-        // started after the cut: recorded, or cut with its call journaled,
-        // it is served its call.
-        let live = u32::from(cut < 6);
+        let live = u32::from(scanned.is_some_and(|s| cut < s));
         assert_eq!(
             wf.deps().made.load(Ordering::SeqCst),
             live,
-            "cut after {cut} records"
+            "{change}: cut after {cut} records"
         );
     }
     let replaying = executor();
     let report = replaying.replay(&whole).await.unwrap();
-    assert!(report.is_identical(), "{report}");
+    assert!(report.is_identical(), "{change}: {report}");
     assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_fan_out_resumes_from_every_cut_and_replays_identically() {
+    resumes_from_every_cut("unsafe code", Some(6)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_refused_and_rejected_turns_resume_from_every_cut() {
+    // A nested branch whose turn fails (performance, `slow`).
+    resumes_from_every_cut("slow code", Some(6)).await;
+    // The turn that was to fan out fails.
+    resumes_from_every_cut("panic", None).await;
+    // A nested start refused at its receipt (security, `lease`): the
+    // nested join follows without its outcome.
+    resumes_from_every_cut("lease code", None).await;
+    // The nested join's step refused (the disagreement dropped).
+    resumes_from_every_cut("unsafe unsafe code", Some(6)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fanning_turn_that_does_not_repeat_itself_after_a_crash_is_refused() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let done = executor()
+        .with_ledger(ledger.clone())
+        .run("unsafe code".to_owned())
+        .await
+        .unwrap();
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    // Cut after the nested fan-out's first start (#3): its other start is
+    // lost, so the review turn runs again, and now fails.
+    let crashed = Arc::new(MemoryLedger::new());
+    for r in whole.iter().take(4) {
+        crashed.append(r).unwrap();
+    }
+    let wf = executor().with_ledger(crashed.clone());
+    FAIL_REVIEW.set(true);
+    let error = wf.resume(run_id).await.unwrap_err().error;
+    FAIL_REVIEW.set(false);
+    assert!(
+        error
+            .to_string()
+            .contains("fanned out before the crash and, run again, failed"),
+        "{error}"
+    );
+    // Nothing was written: the run is as the crash left it.
+    assert_eq!(crashed.records(run_id).unwrap().len(), 4);
+    crashed.verify_run(run_id).unwrap();
 }
 
 #[test]
@@ -465,5 +529,145 @@ async fn a_nested_join_that_drops_its_branches_disagreement_is_rejected() {
         ),
         "{:?}",
         records[9].receipt
+    );
+}
+
+/// A contract for a look under `scope`, with `open` left open.
+fn contract<A: workflow_core::Authority>(
+    scope: Scope<A>,
+    hop: u32,
+    open: Vec<Uncertainty>,
+) -> Contract<A> {
+    Contract::builder(
+        Operation::new("look", "again"),
+        scope,
+        StopWhen::at_hop(hop + 6),
+    )
+    .evidence([])
+    .open(open)
+    .build()
+}
+
+/// A join whose agent fans out again: the disagreement it received must be
+/// carried by each start, as by any handoff.
+#[workflow(entry = lead, output = Vec<String>)]
+pub mod refan {
+    use super::*;
+
+    #[handoff]
+    pub struct ALook {
+        #[contract]
+        pub contract: Contract<authority::A>,
+        pub approve: bool,
+        /// Whether the join is to carry the disagreement forward.
+        pub carry: bool,
+    }
+
+    #[handoff]
+    pub struct BLook {
+        #[contract]
+        pub contract: Contract<authority::B>,
+        pub approve: bool,
+    }
+
+    #[handoff]
+    pub struct CLook {
+        #[contract]
+        pub contract: Contract<authority::C>,
+    }
+
+    #[handoff]
+    pub struct DLook {
+        #[contract]
+        pub contract: Contract<authority::D>,
+    }
+
+    #[agent(to = [parallel(a, b)])]
+    async fn lead(carry: bool, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        // `a` blocks, `b` approves: the join receives a disagreement.
+        let until = cx.hop() + 6;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            a: ALook {
+                contract: contract(cx.lease(authority::A).until_hop(until), cx.hop(), vec![]),
+                approve: false,
+                carry,
+            },
+            b: BLook {
+                contract: contract(cx.lease(authority::B).until_hop(until), cx.hop(), vec![]),
+                approve: true,
+            },
+        }))
+    }
+
+    #[agent(owns = [A], to = [j])]
+    async fn a(ask: ALook, _cx: a::Context<'_>) -> Result<a::Next, Reject> {
+        Ok(a::Next::J(Review {
+            approve: ask.approve,
+            note: ask.carry.to_string(),
+        }))
+    }
+
+    #[agent(owns = [B], to = [j])]
+    async fn b(ask: BLook, _cx: b::Context<'_>) -> Result<b::Next, Reject> {
+        Ok(b::Next::J(Review {
+            approve: ask.approve,
+            note: String::new(),
+        }))
+    }
+
+    /// Fans out again, carrying the disagreement when the branches were
+    /// asked to.
+    #[agent(join = [a: Review, b: Review], to = [parallel(c, d)])]
+    async fn j(views: j::Joined, cx: j::Context<'_>) -> Result<j::Next, Reject> {
+        let carry = matches!(&views.a, Branch::Done(r) if r.note == "true");
+        let open = match cx.disagreement() {
+            Some(dissent) if carry => vec![dissent.uncertainty("a person decides")],
+            _ => vec![],
+        };
+        let until = cx.hop() + 4;
+        Ok(j::Next::Parallel(j::Parallel {
+            c: CLook {
+                contract: contract(
+                    cx.lease(authority::C).until_hop(until),
+                    cx.hop(),
+                    open.clone(),
+                ),
+            },
+            d: DLook {
+                contract: contract(cx.lease(authority::D).until_hop(until), cx.hop(), open),
+            },
+        }))
+    }
+
+    #[agent(owns = [C], to = [k])]
+    async fn c(_ask: CLook, _cx: c::Context<'_>) -> Result<c::Next, Reject> {
+        Ok(c::Next::K(true))
+    }
+
+    #[agent(owns = [D], to = [k])]
+    async fn d(_ask: DLook, _cx: d::Context<'_>) -> Result<d::Next, Reject> {
+        Ok(d::Next::K(true))
+    }
+
+    #[agent(join = [c: bool, d: bool], to = [END])]
+    async fn k(views: k::Joined, _cx: k::Context<'_>) -> Result<k::Next, Reject> {
+        Ok(k::Next::End(vec![views.c.to_string(), views.d.to_string()]))
+    }
+}
+
+#[tokio::test]
+async fn a_join_that_fans_out_carries_its_disagreement_to_every_start() {
+    let dropped = refan::Workflow::new((), ()).run(false).await.unwrap();
+    let why = "rejected: the branches of fan-out #0 disagree";
+    assert!(
+        dropped.output.iter().all(|o| o.starts_with(why)),
+        "{:?}",
+        dropped.output
+    );
+    let carried = refan::Workflow::new((), ()).run(true).await.unwrap();
+    assert!(
+        carried.output.iter().all(|o| !o.starts_with("rejected")),
+        "{:?}",
+        carried.output
     );
 }
