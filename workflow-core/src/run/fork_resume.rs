@@ -176,10 +176,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 "the fan-out of record #{at} does not follow an agent's turn"
             )));
         };
-        let mut outer = Scan::new(at);
-        // The fan-outs inside its branches, each with the outer branch it
-        // is in.
-        let mut inners: Vec<(Scan, usize)> = Vec::new();
+        // The fan-out's records, and those of the fan-outs inside its
+        // branches (each after the fan-out whose branch it is in: `parent`,
+        // the scan and the branch).
+        let mut scans: Vec<Scan> = vec![Scan::new(at)];
+        let mut parents: Vec<(usize, usize)> = vec![(0, 0)];
         let mut accepted = 0u32;
         let ran = |seq: u32| {
             self.transcript
@@ -191,58 +192,53 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let Some(lineage) = &r.lineage else { continue };
             let hash = || Arc::from(r.hash.as_str());
             let fork = lineage.fork();
-            let inner = inners.iter().position(|(s, _)| s.at == fork);
-            match (lineage, inner) {
-                (Lineage::Start { branch, .. }, _) if fork == at => {
-                    outer
-                        .start(r.seq, hash(), *branch, ran(r.seq))
-                        .map_err(refuse)?;
-                    accepted += u32::from(ran(r.seq));
-                }
+            let scan = scans.iter().position(|s| s.at == fork);
+            match (lineage, scan) {
                 (Lineage::Start { branch, .. }, Some(i)) => {
-                    inners[i]
-                        .0
+                    scans[i]
                         .start(r.seq, hash(), *branch, ran(r.seq))
                         .map_err(refuse)?;
                     accepted += u32::from(ran(r.seq));
                 }
-                // A fan-out inside branch `k`: its first start is what the
-                // turn that fanned out handed on.
+                // A fan-out inside branch `k` of a fan-out read so far: its
+                // first start is what the turn that fanned out handed on.
                 (Lineage::Start { branch: 0, .. }, None) => {
-                    let Some(k) = outer.open_branch(fork) else {
+                    let place = scans
+                        .iter()
+                        .enumerate()
+                        .find_map(|(p, s)| Some((p, s.open_branch(fork)?)));
+                    let Some((p, k)) = place else {
                         continue;
                     };
                     let mut scan = Scan::new(fork);
                     scan.start(r.seq, hash(), 0, ran(r.seq)).map_err(refuse)?;
-                    outer.chain[k].push((r.seq, hash()));
-                    inners.push((scan, k));
+                    scans[p].chain[k].push((r.seq, hash()));
+                    scans.push(scan);
+                    parents.push((p, k));
                     accepted += u32::from(ran(r.seq));
                 }
                 (
                     Lineage::Step { branch, parent, .. } | Lineage::Outcome { branch, parent, .. },
-                    inner,
-                ) if fork == at || inner.is_some() => {
+                    Some(i),
+                ) => {
                     let step = matches!(lineage, Lineage::Step { .. });
-                    let scan = match inner {
-                        Some(i) if fork != at => &mut inners[i].0,
-                        _ => &mut outer,
-                    };
-                    scan.follow(r.seq, hash(), *branch, *parent, step, ran(r.seq))
+                    scans[i]
+                        .follow(r.seq, hash(), *branch, *parent, step, ran(r.seq))
                         .map_err(refuse)?;
                     if step {
                         accepted += u32::from(ran(r.seq));
                     }
                 }
-                (Lineage::Join { .. }, _) if fork == at => {
+                (Lineage::Join { .. }, Some(0)) => {
                     return Err(refuse(format!(
                         "the fan-out of #{at} is joined (record #{}) yet records follow its branches",
                         r.seq
                     )));
                 }
-                // A nested fan-out's join: its agent's turn is the outer
-                // branch's next.
+                // A nested fan-out's join: its agent's turn is the next of
+                // the branch the fan-out is in.
                 (Lineage::Join { .. }, Some(i)) => {
-                    let (scan, k) = &mut inners[i];
+                    let scan = &mut scans[i];
                     if scan.join.is_some() || scan.ended.iter().any(|e| !e) {
                         return Err(refuse(format!(
                             "record #{} joins the fan-out of #{fork} before its branches ended",
@@ -250,7 +246,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         )));
                     }
                     scan.join = Some((r.seq, hash()));
-                    outer.last[*k] = r.seq;
+                    let (p, k) = parents[i];
+                    scans[p].last[k] = r.seq;
                     accepted += u32::from(ran(r.seq));
                 }
                 _ => {}
@@ -260,8 +257,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // inputs of the others exist nowhere, so the turn that fanned out
         // runs again (its journaled calls served; its record, on the first
         // start, kept once, its usage counted once).
-        for (scan, k) in inners.iter_mut() {
-            let first = scan.starts.first().map(|(seq, _)| *seq);
+        for i in 1..scans.len() {
+            let first = scans[i].starts.first().map(|(seq, _)| *seq);
             let edge = first
                 .and_then(|seq| self.transcript.entries.get(seq as usize))
                 .map(|e| e.edge);
@@ -272,48 +269,52 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let Some(branches) = branches else {
                 return Err(refuse(format!(
                     "the fan-out of #{} is not one of the workflow's",
-                    scan.at
+                    scans[i].at
                 )));
             };
-            if scan.starts.len() < branches
+            if scans[i].starts.len() < branches
                 && let Some(first) = first
             {
-                if outer.chain[*k].last().map(|(seq, _)| *seq) != Some(first) {
+                let (p, k) = parents[i];
+                if scans[p].chain[k].last().map(|(seq, _)| *seq) != Some(first) {
                     return Err(refuse(format!(
                         "records follow the fan-out of #{} cut before its starts were all recorded",
-                        scan.at
+                        scans[i].at
                     )));
                 }
-                outer.chain[*k].pop();
+                scans[p].chain[k].pop();
                 // What the run had spent with the turn's recorded record,
                 // restored once it fans out again (its record on the first
                 // start stays the recorded one).
-                scan.spent = Some(self.spent);
+                scans[i].spent = Some(self.spent);
             }
         }
         // The hop counter as it stood when the fan-out opened: each
         // branch's receipt counts its hop again, in branch order.
         self.hops = self.hops.saturating_sub(accepted);
         self.turn_input = at as usize;
-        let mut resume = ForkResume {
-            at,
-            starts: outer.starts,
-            chain: outer.chain,
-            spent: None,
-            rerun: None,
-            join: None,
-            nested: inners
-                .into_iter()
-                .map(|(scan, _)| ForkResume {
-                    at: scan.at,
-                    starts: scan.starts,
-                    chain: scan.chain,
-                    spent: scan.spent,
-                    rerun: None,
-                    join: scan.join,
-                    nested: Vec::new(),
-                })
-                .collect(),
+        // Each nested fan-out's records under the fan-out it is in (a
+        // nested one is read after its parent: built from the last).
+        let mut nested: Vec<Vec<ForkResume>> = (0..scans.len()).map(|_| Vec::new()).collect();
+        let mut resume = None;
+        for (i, scan) in scans.into_iter().enumerate().rev() {
+            let built = ForkResume {
+                at: scan.at,
+                starts: scan.starts,
+                chain: scan.chain,
+                spent: if i == 0 { None } else { scan.spent },
+                rerun: None,
+                join: scan.join,
+                nested: std::mem::take(&mut nested[i]),
+            };
+            if i == 0 {
+                resume = Some(built);
+            } else {
+                nested[parents[i].0].push(built);
+            }
+        }
+        let Some(mut resume) = resume else {
+            return Err(refuse(format!("the fan-out of #{at} has no records")));
         };
         let bytes: Vec<(crate::spec::PayloadFormat, Vec<u8>)> = resume
             .starts

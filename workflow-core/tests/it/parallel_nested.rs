@@ -671,3 +671,230 @@ async fn a_join_that_fans_out_carries_its_disagreement_to_every_start() {
         carried.output
     );
 }
+
+/// A contract for a deeper look under `scope`.
+fn deep_contract<A: workflow_core::Authority>(scope: Scope<A>, hop: u32) -> Contract<A> {
+    Contract::builder(
+        Operation::new("look", "deeper"),
+        scope,
+        StopWhen::at_hop(hop + 9),
+    )
+    .evidence([])
+    .open([])
+    .build()
+}
+
+/// Fan-outs two levels deep: `a`'s branch fans out to `b` and `c`, and
+/// `b`'s branch fans out again to `d` and `e`.
+#[workflow(entry = lead, output = Vec<String>, deps = Calls)]
+pub mod deep {
+    use super::*;
+
+    #[handoff]
+    pub struct ALook {
+        #[contract]
+        pub contract: Contract<authority::A>,
+    }
+
+    #[handoff]
+    pub struct SLook {
+        #[contract]
+        pub contract: Contract<authority::S>,
+    }
+
+    #[handoff]
+    pub struct BLook {
+        #[contract]
+        pub contract: Contract<authority::B>,
+    }
+
+    #[handoff]
+    pub struct CLook {
+        #[contract]
+        pub contract: Contract<authority::C>,
+    }
+
+    #[handoff]
+    pub struct DLook {
+        #[contract]
+        pub contract: Contract<authority::D>,
+    }
+
+    #[handoff]
+    pub struct ELook {
+        #[contract]
+        pub contract: Contract<authority::E>,
+    }
+
+    /// Counts (waits 5 ms, as a real tool would).
+    #[tool(effect = read)]
+    async fn count(n: u32, calls: &Calls) -> Result<u32, ToolError> {
+        calls.made.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        Ok(n + 1)
+    }
+
+    #[agent(to = [parallel(a, s)])]
+    async fn lead(_go: bool, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 9;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            a: ALook {
+                contract: deep_contract(cx.lease(authority::A).until_hop(until), cx.hop()),
+            },
+            s: SLook {
+                contract: deep_contract(cx.lease(authority::S).until_hop(until), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [A], to = [parallel(b, c)])]
+    async fn a(_ask: ALook, cx: a::Context<'_>) -> Result<a::Next, Reject> {
+        Ok(a::Next::Parallel(a::Parallel {
+            b: BLook {
+                contract: deep_contract(cx.lease(authority::B).as_long_as_mine(), cx.hop()),
+            },
+            c: CLook {
+                contract: deep_contract(cx.lease(authority::C).as_long_as_mine(), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [B], to = [parallel(d, e)])]
+    async fn b(_ask: BLook, cx: b::Context<'_>) -> Result<b::Next, Reject> {
+        Ok(b::Next::Parallel(b::Parallel {
+            d: DLook {
+                contract: deep_contract(cx.lease(authority::D).as_long_as_mine(), cx.hop()),
+            },
+            e: ELook {
+                contract: deep_contract(cx.lease(authority::E).as_long_as_mine(), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [D], to = [jde])]
+    async fn d(_ask: DLook, _cx: d::Context<'_>) -> Result<d::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        Ok(d::Next::Jde("d".into()))
+    }
+
+    #[agent(owns = [E], tools = [count], to = [jde])]
+    async fn e(_ask: ELook, cx: e::Context<'_>) -> Result<e::Next, Reject> {
+        let n = cx.call(tools::count, 1).await?;
+        Ok(e::Next::Jde(format!("e{n}")))
+    }
+
+    #[agent(owns = [Jde], join = [d: String, e: String], to = [jbc])]
+    async fn jde(views: jde::Joined, _cx: jde::Context<'_>) -> Result<jde::Next, Reject> {
+        Ok(jde::Next::Jbc(format!(
+            "({} {})",
+            shown(&views.d),
+            shown(&views.e)
+        )))
+    }
+
+    #[agent(owns = [C], to = [jbc])]
+    async fn c(_ask: CLook, _cx: c::Context<'_>) -> Result<c::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(7)).await;
+        Ok(c::Next::Jbc("c".into()))
+    }
+
+    #[agent(owns = [Jbc], join = [b: String, c: String], to = [jtop])]
+    async fn jbc(views: jbc::Joined, _cx: jbc::Context<'_>) -> Result<jbc::Next, Reject> {
+        Ok(jbc::Next::Jtop(format!(
+            "({} {})",
+            shown(&views.b),
+            shown(&views.c)
+        )))
+    }
+
+    #[agent(owns = [S], to = [jtop])]
+    async fn s(_ask: SLook, _cx: s::Context<'_>) -> Result<s::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(11)).await;
+        Ok(s::Next::Jtop("s".into()))
+    }
+
+    #[agent(owns = [Jtop], join = [a: String, s: String], to = [END])]
+    async fn jtop(views: jtop::Joined, _cx: jtop::Context<'_>) -> Result<jtop::Next, Reject> {
+        Ok(jtop::Next::End(vec![shown(&views.a), shown(&views.s)]))
+    }
+}
+
+/// A branch's value, or how it ended without one.
+fn shown(outcome: &Branch<String>) -> String {
+    match outcome {
+        Branch::Done(v) => v.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn deep_executor() -> deep::Workflow {
+    deep::Workflow::new(
+        (),
+        Calls {
+            made: AtomicU32::new(0),
+        },
+    )
+}
+
+#[test]
+fn max_hops_counts_fan_outs_two_levels_deep() {
+    // lead; a, b, d, e, jde, c, jbc; s; jtop.
+    assert_eq!(deep::MAX_HOPS, 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fan_outs_two_levels_deep_run_resume_from_every_cut_and_replay() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let done = deep_executor()
+        .with_ledger(ledger.clone())
+        .run(true)
+        .await
+        .unwrap();
+    assert_eq!(done.output, ["((d e2) c)", "s"]);
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    ledger.verify_run(run_id).unwrap();
+    let joins: Vec<String> = lines(&whole)
+        .into_iter()
+        .filter(|l| l.contains("(join of"))
+        .collect();
+    assert_eq!(joins.len(), 3, "{:#?}", lines(&whole));
+    let scanned = whole
+        .iter()
+        .position(|r| r.turn.as_ref().is_some_and(|t| !t.tool_calls.is_empty()))
+        .expect("the count is recorded");
+    for cut in 1..whole.len() {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        for seq in 0..=cut as u32 {
+            for entry in ledger.tool_calls(run_id, seq).unwrap() {
+                crashed.append_tool_call(run_id, seq, &entry).unwrap();
+            }
+        }
+        let wf = deep_executor().with_ledger(crashed.clone());
+        let resumed = wf
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(&whole), "cut after {cut} records");
+        assert_eq!(
+            again.iter().map(|r| &r.payload).collect::<Vec<_>>(),
+            whole.iter().map(|r| &r.payload).collect::<Vec<_>>(),
+            "cut after {cut} records"
+        );
+        crashed.verify_run(run_id).unwrap();
+        assert_eq!(
+            wf.deps().made.load(Ordering::SeqCst),
+            u32::from(cut < scanned),
+            "cut after {cut} records"
+        );
+    }
+    let replaying = deep_executor();
+    let report = replaying.replay(&whole).await.unwrap();
+    assert!(report.is_identical(), "{report}");
+    assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+}

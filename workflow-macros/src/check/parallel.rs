@@ -440,7 +440,7 @@ fn resolve_regions(
     }
 }
 
-/// A fan-out inside a branch of another (nested): one level deep, a
+/// A fan-out inside a branch of another (nested, at any depth): a
 /// `parallel(..)` whose join waits for every branch, its join in the same
 /// branch. Marks each nested fan-out, and the outer one unclean when a
 /// nested one is.
@@ -459,15 +459,7 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         let from = name(inner.from);
         let branch = name(outer.branches[k]);
         let outer_from = name(outer.from);
-        let why = if let Some((f0, k0)) = outer.inside {
-            let (top, top_branch) = (name(forks[f0].from), name(forks[f0].branches[k0]));
-            let outer_join = outer
-                .join
-                .map_or_else(|| "its join".to_owned(), |j| format!("`{}`", name(j)));
-            Some(format!(
-                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`, which is itself in branch `{top_branch}` of the fan-out of `{top}`: fan-outs nest one level deep; hand on to {outer_join} and fan out again after it"
-            ))
-        } else if inner.map.is_some() {
+        let why = if inner.map.is_some() {
             Some(format!(
                 "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}` and maps over a list: a map inside a branch is not built yet; fan out with `parallel(..)`, or map after the join"
             ))
@@ -488,8 +480,8 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         }
     }
     // A fan-out with a nested one that failed its rules is not generated
-    // either (twice: nesting reported deeper than one level included).
-    for _ in 0..2 {
+    // either (as deep as the nesting goes).
+    for _ in 0..pairs.len() {
         for &(f, _, g) in &pairs {
             if !forks[g].clean {
                 forks[f].clean = false;

@@ -483,8 +483,10 @@ fn rounds(
     let join_agent = &wf.agents[join];
     let (join_name, join_v) = (&join_agent.name, &join_agent.variant);
     let mut items = turn_items(wf, f, fork, spec);
-    for &(_, g) in &fork.nested {
+    let mut inside: Vec<usize> = fork.nested.iter().map(|&(_, g)| g).collect();
+    while let Some(g) = inside.pop() {
         items.extend(turn_items(wf, g, &r.forks[g], spec));
+        inside.extend(r.forks[g].nested.iter().map(|&(_, h)| h));
     }
     let starts = fork.branches.iter().enumerate().map(|(k, &b)| {
         let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
@@ -494,28 +496,17 @@ fn rounds(
         }
     });
     let outs = out_decls(wf, f, fork);
-    // Each nested fan-out opened in a round: its fan-out, its first branch's
-    // turn, the other branches' inputs.
-    let nested_decls = fork.nested.iter().map(|&(_, g)| {
-        let slot = nested_slot(g);
-        let inner = &r.forks[g];
-        let b0 = &wf.agents[inner.branches[0]].name;
-        let rest = inner.branches[1..].iter().map(|&b| {
-            let ty = super::input_alias(&wf.agents[b]);
-            quote!(#ty,)
-        });
-        quote! {
-            let mut #slot: ::workflow_core::__private::Option<(
-                ::workflow_core::__private::ForkRun,
-                ::workflow_core::__private::BranchTurn<'_, #spec, #b0::Agent>,
-                (#(#rest)*),
-            )> = ::workflow_core::__private::Option::None;
-        }
-    });
+    let nested_decls = nested_decls(wf, r, fork, spec);
     let arms = settle_arms(wf, r, f, fork, &quote!(fork), &quote!(__wf_next));
-    let mut nested: Vec<&(usize, usize)> = fork.nested.iter().collect();
-    nested.sort_by_key(|(k, _)| *k);
-    let pass2 = nested.iter().map(|&&(_, g)| nested_run(wf, r, f, g));
+    let pass2 = nested_runs(
+        wf,
+        r,
+        fork,
+        &turn_enum,
+        &quote!(fork),
+        &quote!(__wf_next),
+        spec,
+    );
     let fields = joined_fields(wf, f, fork);
     let n = fork.branches.len();
     let arm = quote! {
@@ -525,7 +516,7 @@ fn rounds(
                 ::workflow_core::__private::Vec::with_capacity(#n);
             #(#starts)*
             #(#outs)*
-            #(#nested_decls)*
+            #nested_decls
             // One round: every branch's current turn readied (the record
             // each will write numbered), run at once, then each settled in
             // branch order.
@@ -544,7 +535,7 @@ fn rounds(
                         #(#arms)*
                     }
                 }
-                #(#pass2)*
+                #pass2
                 __wf_turns = __wf_next;
             }
             let joined = #join_name::Joined { #(#fields),* };
@@ -772,17 +763,73 @@ fn settle_arms(
     }).collect()
 }
 
-/// Once a round of fan-out `f` is settled: nested fan-out `g`, if one of
-/// the round's turns opened it, run to its join: the rest of its starts,
-/// its rounds, its join, whose agent's turn runs in `f`'s next round.
-fn nested_run(wf: &Workflow, r: &Resolved, f: usize, g: usize) -> TokenStream {
+/// The slots a round of fan-out `fork` keeps the fan-outs inside its
+/// branches in, once opened: each one's fan-out, its first branch's turn,
+/// the other branches' inputs.
+fn nested_decls(wf: &Workflow, r: &Resolved, fork: &ForkModel, spec: &syn::Ident) -> TokenStream {
+    fork.nested
+        .iter()
+        .map(|&(_, g)| {
+            let slot = nested_slot(g);
+            let inner = &r.forks[g];
+            let b0 = &wf.agents[inner.branches[0]].name;
+            let rest = inner.branches[1..].iter().map(|&b| {
+                let ty = super::input_alias(&wf.agents[b]);
+                quote!(#ty,)
+            });
+            quote! {
+                let mut #slot: ::workflow_core::__private::Option<(
+                    ::workflow_core::__private::ForkRun,
+                    ::workflow_core::__private::BranchTurn<'_, #spec, #b0::Agent>,
+                    (#(#rest)*),
+                )> = ::workflow_core::__private::Option::None;
+            }
+        })
+        .collect()
+}
+
+/// Once a round of fan-out `fork` (its variable `fork_var`, its enum of
+/// turns `turn_enum`, its next round's turns `next_var`) is settled: the
+/// fan-outs inside its branches opened in the round, in branch order.
+fn nested_runs(
+    wf: &Workflow,
+    r: &Resolved,
+    fork: &ForkModel,
+    turn_enum: &syn::Ident,
+    fork_var: &TokenStream,
+    next_var: &TokenStream,
+    spec: &syn::Ident,
+) -> TokenStream {
+    let mut nested: Vec<&(usize, usize)> = fork.nested.iter().collect();
+    nested.sort_by_key(|(k, _)| *k);
+    nested
+        .iter()
+        .map(|&&(_, g)| nested_run(wf, r, turn_enum, fork_var, next_var, g, spec))
+        .collect()
+}
+
+/// Nested fan-out `g`, if a turn of the round just settled opened it, run to
+/// its join: the rest of its starts, its rounds (each settled, then the
+/// fan-outs inside its own branches), its join, whose agent's turn runs in
+/// the outer fan-out's next round.
+fn nested_run(
+    wf: &Workflow,
+    r: &Resolved,
+    outer_enum: &syn::Ident,
+    outer_fork: &TokenStream,
+    outer_next: &TokenStream,
+    g: usize,
+    spec: &syn::Ident,
+) -> TokenStream {
     let inner = &r.forks[g];
     let slot = nested_slot(g);
-    let outer_enum = turn_enum_name(f);
     let inner_enum = turn_enum_name(g);
     let Some(join) = inner.join else {
         return TokenStream::new();
     };
+    let fork_var = quote::format_ident!("__wf_fork_{}", g);
+    let turns = quote::format_ident!("__wf_turns_{}", g);
+    let next = quote::format_ident!("__wf_next_{}", g);
     let (join_name, join_v) = (&wf.agents[join].name, &wf.agents[join].variant);
     let b0v = &wf.agents[inner.branches[0]].variant;
     let starts = inner.branches.iter().enumerate().skip(1).map(|(i, &b)| {
@@ -790,41 +837,53 @@ fn nested_run(wf: &Workflow, r: &Resolved, f: usize, g: usize) -> TokenStream {
         let k16 = i as u16;
         let field = syn::Index::from(i - 1);
         quote! {
-            __wf_iturns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut __wf_inner, #k16, __wf_rest.#field)?));
+            #turns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut #fork_var, #k16, __wf_rest.#field)?));
         }
     });
     let outs = out_decls(wf, g, inner);
-    let arms = settle_arms(wf, r, g, inner, &quote!(__wf_inner), &quote!(__wf_inext));
+    let arms = settle_arms(wf, r, g, inner, &quote!(#fork_var), &quote!(#next));
+    let decls = nested_decls(wf, r, inner, spec);
+    let pass2 = nested_runs(
+        wf,
+        r,
+        inner,
+        &inner_enum,
+        &quote!(#fork_var),
+        &quote!(#next),
+        spec,
+    );
     let fields = joined_fields(wf, g, inner);
     let n = inner.branches.len();
     quote! {
-        if let ::workflow_core::__private::Option::Some((mut __wf_inner, __wf_first, __wf_rest)) = #slot.take() {
-            run.nested_starts(&fork, &mut __wf_inner);
-            let mut __wf_iturns: ::workflow_core::__private::Vec<#inner_enum<'_>> =
+        if let ::workflow_core::__private::Option::Some((mut #fork_var, __wf_first, __wf_rest)) = #slot.take() {
+            run.nested_starts(&#outer_fork, &mut #fork_var);
+            let mut #turns: ::workflow_core::__private::Vec<#inner_enum<'_>> =
                 ::workflow_core::__private::Vec::with_capacity(#n);
-            __wf_iturns.push(#inner_enum::#b0v(__wf_first));
+            #turns.push(#inner_enum::#b0v(__wf_first));
             #(#starts)*
             #(#outs)*
-            while !__wf_iturns.is_empty() {
-                for turn in __wf_iturns.iter_mut() {
-                    turn.ready(run, &mut __wf_inner)?;
+            #decls
+            while !#turns.is_empty() {
+                for turn in #turns.iter_mut() {
+                    turn.ready(run, &mut #fork_var)?;
                 }
                 {
                     let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
-                        __wf_iturns.iter_mut().map(|t| t.body()).collect();
+                        #turns.iter_mut().map(|t| t.body()).collect();
                     ::workflow_core::__private::run_branches(&mut bodies).await;
                 }
-                let mut __wf_inext = ::workflow_core::__private::Vec::with_capacity(__wf_iturns.len());
-                for turn in __wf_iturns {
+                let mut #next = ::workflow_core::__private::Vec::with_capacity(#turns.len());
+                for turn in #turns {
                     match turn {
                         #(#arms)*
                     }
                 }
-                __wf_iturns = __wf_inext;
+                #pass2
+                #turns = #next;
             }
             let joined = #join_name::Joined { #(#fields),* };
-            __wf_next.push(#outer_enum::#join_v(
-                run.join_in_branch::<#join_name::Agent>(&mut fork, __wf_inner, joined)?,
+            #outer_next.push(#outer_enum::#join_v(
+                run.join_in_branch::<#join_name::Agent>(&mut #outer_fork, #fork_var, joined)?,
             ));
         }
     }

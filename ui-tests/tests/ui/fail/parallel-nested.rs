@@ -1,6 +1,6 @@
 //! Fan-outs inside a branch in the forms not built: a map inside a branch,
-//! a nested join waiting for a quorum, and a fan-out inside a fan-out that
-//! is itself inside a branch (fan-outs nest one level deep).
+//! and a nested join waiting for a quorum.
+//! (Fan-outs nested deeper are built: `workflow-core/tests/it/parallel_nested.rs`.)
 
 use workflow_core::prelude::*;
 
@@ -109,97 +109,6 @@ mod quorum {
     }
 
     #[agent(owns = [Inner], join = [a: Review, b: Review], quorum = 1, to = [judge])]
-    async fn inner(_views: inner::Joined, _cx: inner::Context<'_>) -> Result<inner::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Style], to = [judge])]
-    async fn style(_input: StyleAsk, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(join = [security: Review, style: Review], to = [END])]
-    async fn judge(_views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
-        todo!()
-    }
-}
-
-#[workflow(entry = lead, output = Review)]
-mod deep {
-    use super::*;
-
-    #[handoff]
-    pub struct SecurityAsk {
-        #[contract]
-        pub contract: Contract<authority::Security>,
-    }
-
-    #[handoff]
-    pub struct StyleAsk {
-        #[contract]
-        pub contract: Contract<authority::Style>,
-    }
-
-    #[handoff]
-    pub struct AAsk {
-        #[contract]
-        pub contract: Contract<authority::A>,
-    }
-
-    #[handoff]
-    pub struct BAsk {
-        #[contract]
-        pub contract: Contract<authority::B>,
-    }
-
-    #[agent(owns = [Lead], to = [parallel(security, style)])]
-    async fn lead(_input: String, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Security], to = [parallel(a, b)])]
-    async fn security(_input: SecurityAsk, _cx: security::Context<'_>) -> Result<security::Next, Reject> {
-        todo!()
-    }
-
-    #[handoff]
-    pub struct CAsk {
-        #[contract]
-        pub contract: Contract<authority::C>,
-    }
-
-    #[handoff]
-    pub struct DAsk {
-        #[contract]
-        pub contract: Contract<authority::D>,
-    }
-
-    #[agent(owns = [A], to = [parallel(c, d)])]
-    async fn a(_input: AAsk, _cx: a::Context<'_>) -> Result<a::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [C], to = [deeper])]
-    async fn c(_input: CAsk, _cx: c::Context<'_>) -> Result<c::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [D], to = [deeper])]
-    async fn d(_input: DAsk, _cx: d::Context<'_>) -> Result<d::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Deeper], join = [c: Review, d: Review], to = [inner])]
-    async fn deeper(_views: deeper::Joined, _cx: deeper::Context<'_>) -> Result<deeper::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [B], to = [inner])]
-    async fn b(_input: BAsk, _cx: b::Context<'_>) -> Result<b::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Inner], join = [a: Review, b: Review], to = [judge])]
     async fn inner(_views: inner::Joined, _cx: inner::Context<'_>) -> Result<inner::Next, Reject> {
         todo!()
     }
