@@ -105,22 +105,20 @@ impl RunShared {
             .map(|(_, e)| e)
     }
 
-    /// Whether a lease of this run can be void at all: an operator's
-    /// revocations were given, or a turn used the lease book. When not,
-    /// [`void_lease`](Self::void_lease) is `None` for every lease, and the
-    /// receipt skips it without a call.
+    /// Whether a lease of this run can be void at all: an operator revoked
+    /// something in the registry the run was given, or a turn used the
+    /// lease book. When not, [`void_lease`](Self::void_lease) is `None` for
+    /// every lease, and the receipt skips it without a call.
     #[inline(always)]
     pub(crate) fn may_void_leases(&self) -> bool {
-        self.revocations.is_some() || self.leases_used.load(Ordering::Acquire)
+        self.revocations.as_deref().is_some_and(|r| !r.is_empty())
+            || self.leases_used.load(Ordering::Acquire)
     }
 
     /// The first lease found revoked among lease `seq` and those it derives
     /// from, for a check made at `position`: by the operator's registry
     /// (`Executor::revoke`, `with_revocations`) or in the run's book.
     pub(crate) fn void_lease(&self, seq: u32, position: u32) -> Option<u32> {
-        if !self.may_void_leases() {
-            return None;
-        }
         let registry = self.revocations.as_deref().filter(|r| !r.is_empty());
         if registry.is_none() && !self.leases_used.load(Ordering::Acquire) {
             return None;
