@@ -105,6 +105,16 @@ impl RunShared {
             .map(|(_, e)| e)
     }
 
+    /// Whether a lease of this run can be void at all: an operator revoked
+    /// something in the registry the run was given, or a turn used the
+    /// lease book. When not, [`void_lease`](Self::void_lease) is `None` for
+    /// every lease, and the receipt skips it without a call.
+    #[inline(always)]
+    pub(crate) fn may_void_leases(&self) -> bool {
+        self.revocations.as_deref().is_some_and(|r| !r.is_empty())
+            || self.leases_used.load(Ordering::Acquire)
+    }
+
     /// The first lease found revoked among lease `seq` and those it derives
     /// from, for a check made at `position`: by the operator's registry
     /// (`Executor::revoke`, `with_revocations`) or in the run's book.

@@ -19,8 +19,10 @@ use crate::spec::{ContractView, Expiry, LeaseAct, Node, RejectReason, Workflow};
 
 impl<W: Workflow> Runtime<'_, W> {
     /// Whether the transfer waiting for its receipt comes from an agent
-    /// (not the caller's input into the entry).
-    fn sent_by_agent(&self) -> bool {
+    /// (not the caller's input into the entry): looked up once per receipt
+    /// for the checks below.
+    #[inline]
+    pub(super) fn sent_by_agent(&self) -> bool {
         self.transcript
             .entries
             .last()
@@ -28,26 +30,18 @@ impl<W: Workflow> Runtime<'_, W> {
             .is_some_and(|edge| matches!(edge.from, Node::Agent(_)))
     }
 
-    /// The lease never expires and its authority is not declared
-    /// open-ended.
-    pub(super) fn check_lease_bounded(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
-        if contract.expires != Expiry::Never || contract.open_ended || !self.sent_by_agent() {
-            return None;
-        }
-        Some(RejectReason::LeaseUnbounded {
-            authority: Cow::Borrowed(contract.authority),
-        })
-    }
-
     /// The lease outlives its sender's own scope (as recorded with the
     /// transfer, so the same after a resume), the run's hop cap or the
     /// run's deadline (in that order). The sender's word is checked, never
     /// clamped: a lease it could not grant is rejected.
+    /// `by_agent`: whether an agent sent the transfer
+    /// ([`sent_by_agent`](Self::sent_by_agent)).
     pub(super) fn check_lease_within_grantor(
         &self,
         contract: &ContractView<'_>,
+        by_agent: bool,
     ) -> Option<RejectReason> {
-        if !self.sent_by_agent() {
+        if !by_agent {
             return None;
         }
         let lease = contract.expires;
@@ -64,6 +58,20 @@ impl<W: Workflow> Runtime<'_, W> {
             bound: Cow::Borrowed(bound),
         })
     }
+}
+
+/// The lease never expires and its authority is not declared open-ended
+/// (`by_agent`: an agent sent the transfer, [`Runtime::sent_by_agent`]).
+pub(super) fn check_lease_bounded(
+    contract: &ContractView<'_>,
+    by_agent: bool,
+) -> Option<RejectReason> {
+    if contract.expires != Expiry::Never || contract.open_ended || !by_agent {
+        return None;
+    }
+    Some(RejectReason::LeaseUnbounded {
+        authority: Cow::Borrowed(contract.authority),
+    })
 }
 
 impl<W: Workflow> Runtime<'_, W> {

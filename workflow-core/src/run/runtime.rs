@@ -395,10 +395,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Commits the last record to the ledger, if there is one: called once
     /// its receipt is decided, before the receiver's body runs.
+    ///
+    /// Without a ledger, nothing to do: inlined so that a run in memory
+    /// pays one test, not a call.
+    #[inline]
     pub(super) fn commit_last(&mut self) -> Result<(), RunError> {
-        let Some(ledger) = self.ledger else {
-            return Ok(());
-        };
+        match self.ledger {
+            None => Ok(()),
+            Some(ledger) => self.commit_last_to(ledger),
+        }
+    }
+
+    /// [`commit_last`](Self::commit_last) to `ledger`.
+    #[inline(never)]
+    fn commit_last_to(&mut self, ledger: &'x dyn crate::ledger::Ledger) -> Result<(), RunError> {
         let i = self.transcript.len().saturating_sub(1);
         let prev = if i == 0 {
             if let Some(error) = &self.root_error {
@@ -528,10 +538,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(reason) = self.take_edge(edge, info) {
             return Err(self.reject_last(reason));
         }
-        if let Some(question) = self.dropped_question(contract.as_ref()) {
+        // Nearly always nothing open and no disagreement: tested here
+        // rather than by a call each.
+        if !self.open.is_empty()
+            && let Some(question) = self.dropped_question(contract.as_ref())
+        {
             self.verdict(RejectReason::UncertaintyDropped { question })?;
         }
-        if let Some(reason) = self.dropped_verdict(contract.as_ref(), false) {
+        if self.dissent.is_some()
+            && let Some(reason) = self.dropped_verdict(contract.as_ref(), false)
+        {
             self.verdict(reason)?;
         }
         Ok(())
@@ -633,6 +649,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Marks the last transfer accepted, or audited with the failed checks
     /// audit mode let through.
+    #[inline(always)]
     pub(super) fn accept_last(&mut self) {
         let i = self.transcript.len().saturating_sub(1);
         if self.audited.is_empty() {
@@ -1131,6 +1148,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// Ends the log of agent `A`'s turn: its record (when it called tools
     /// or charged usage) and the failure of a tool under a fallback policy.
+    #[inline]
     fn end_turn<A: Agent<W>>(
         &mut self,
     ) -> (Option<TurnRecord>, Option<(crate::spec::ToolError, Then)>) {
@@ -1364,7 +1382,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         post: impl FnOnce(&A::Next) -> Result<(), &'static crate::spec::Condition>,
     ) -> Result<Transition<W>, RunError> {
         let agent = agent_name::<W>(A::INDEX);
-        let (turn, failure) = self.end_turn::<A>();
+        // A turn that used no lease and logged nothing (no tool call, no
+        // usage, no failure) has no record to take: tested here rather than
+        // by a call (`end_turn` finds the same).
+        let logged = self.shared.leases_used.load(Ordering::Acquire)
+            || self.shared.dirty.load(Ordering::Relaxed);
+        let (turn, failure) = if logged {
+            self.end_turn::<A>()
+        } else {
+            (None, None)
+        };
         let next = self.transcript.len() as u32;
         if let Some((error, then)) = failure {
             return Err(match then {

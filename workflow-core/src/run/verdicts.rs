@@ -91,7 +91,12 @@ impl<W: Workflow> Runtime<'_, W> {
     /// At the start of a turn: the disagreement the turn must carry
     /// forward (a join's turn, after [`note_verdicts`](Self::note_verdicts)),
     /// told to its context.
+    #[inline]
     pub(super) fn begin_verdicts(&mut self) {
+        // Nearly always nothing to move: no join's disagreement, none left.
+        if self.joined_dissent.is_none() && self.dissent.is_none() {
+            return;
+        }
         self.dissent = self.joined_dissent.take();
         if let Some(d) = &self.dissent {
             self.shared.lock().disagreement = Some(d.clone());
@@ -109,6 +114,7 @@ impl<W: Workflow> Runtime<'_, W> {
         contract: Option<&ContractView<'_>>,
         to_end: bool,
     ) -> Option<RejectReason> {
+        self.dissent.as_ref()?;
         let dissent = self.dissent.take()?;
         if contract.is_none() && to_end {
             self.open.push(dissent.question());

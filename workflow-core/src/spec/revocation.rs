@@ -43,6 +43,7 @@ impl Revocations {
     }
 
     /// Whether nothing was ever revoked here.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         !self.any.load(Ordering::Acquire)
     }
