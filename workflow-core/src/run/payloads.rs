@@ -16,6 +16,23 @@ use std::sync::Arc;
 /// one (a run's first chunk reserves what [`Payloads::with_capacity`] asks).
 const CHUNK: usize = 1024;
 
+/// The spare bytes the chunk being written keeps before a payload is
+/// written into it: below this, it grows first (by half its length, see
+/// [`Payloads::tail`]). A larger payload grows it as `Vec` does, doubling.
+const SPARE: usize = 256;
+
+/// Pushes `item` onto `v`, growing a full `v` by half its length (by 4 at
+/// least) rather than doubling it: still amortised (each growth adds a fixed
+/// share of what is there), with a third of the capacity at most unused
+/// instead of a half. For a run's per-transfer tables, held as long as the
+/// run.
+pub(crate) fn push_grown<T>(v: &mut Vec<T>, item: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 2).max(4));
+    }
+    v.push(item);
+}
+
 /// The payload bytes of a run's transfers, addressed by their offset from
 /// the first byte the run wrote (as the transcript's entries record them).
 /// Cloning shares the bytes; the clone and the original each write on into
@@ -100,7 +117,13 @@ impl Payloads {
             });
         }
         // Unique now: `make_mut` never copies here.
-        &mut Arc::make_mut(&mut self.head).bytes
+        let bytes = &mut Arc::make_mut(&mut self.head).bytes;
+        // Grown by half, not doubled, before it runs short: a run's bytes
+        // keep at most about a third of their buffer unused.
+        if bytes.capacity() - bytes.len() < SPARE {
+            bytes.reserve_exact((bytes.len() / 2).max(SPARE));
+        }
+        bytes
     }
 
     /// Appends `bytes`.
@@ -173,6 +196,43 @@ mod tests {
         // Below the chunk being written: left alone.
         p.truncate(1);
         assert_eq!(p.get(0, 3), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn the_bytes_grow_by_half_with_room_for_a_payload() {
+        let mut p = Payloads::with_capacity(512);
+        let mut grown = 0;
+        let mut capacity = 512;
+        for _ in 0..100 {
+            p.extend_from_slice(&[7; 100]);
+            let chunk = &p.head.bytes;
+            if chunk.capacity() != capacity {
+                grown += 1;
+                capacity = chunk.capacity();
+            }
+            // Never more than half again what is written, plus the spare
+            // (past the first reservation).
+            assert!(capacity <= (chunk.len() + chunk.len() / 2 + SPARE + 100).max(512));
+        }
+        assert_eq!(p.len(), 10_000);
+        // Amortised: 14 growths for 100 payloads (a few by the spare's 256
+        // bytes, then by half each time), not one per payload.
+        assert_eq!(grown, 14);
+        assert!(p.head.prev.is_none());
+    }
+
+    #[test]
+    fn push_grown_grows_by_half() {
+        let mut v: Vec<u32> = Vec::new();
+        let mut capacities = Vec::new();
+        for i in 0..40 {
+            push_grown(&mut v, i);
+            if capacities.last() != Some(&v.capacity()) {
+                capacities.push(v.capacity());
+            }
+        }
+        assert_eq!(v, (0..40).collect::<Vec<_>>());
+        assert_eq!(capacities, [4, 8, 12, 18, 27, 40]);
     }
 
     #[test]

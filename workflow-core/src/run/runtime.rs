@@ -114,12 +114,12 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) joined_open: Vec<String>,
     /// The disagreement among the verdicts of the last fan-out's branches,
     /// for its join's turn (`run/verdicts.rs`).
-    pub(super) joined_dissent: Option<crate::spec::Disagreement>,
+    pub(super) joined_dissent: Option<Box<crate::spec::Disagreement>>,
     /// The disagreement the current turn's handoff must carry forward.
-    pub(super) dissent: Option<crate::spec::Disagreement>,
+    pub(super) dissent: Option<Box<crate::spec::Disagreement>>,
     /// A run resumed inside a fan-out: the records its branches already
     /// have, taken by the fan-out's `fork` (`run/fork_resume.rs`).
-    pub(super) resume_fork: Option<crate::run::ForkResume>,
+    pub(super) resume_fork: Option<Box<crate::run::ForkResume>>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -313,16 +313,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let t = &mut run.transcript;
             let start = t.bytes.len();
             t.bytes.extend_from_slice(&bytes);
-            t.entries.push(Entry {
-                hop: r.hop,
-                edge: edge as u16,
-                status: Status::Pending,
-                redelivery: r.redelivery,
-                format: r.payload_format,
-                start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
-                end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
-                at_us: r.at_us,
-            });
+            crate::run::payloads::push_grown(
+                &mut t.entries,
+                Entry {
+                    hop: r.hop,
+                    edge: edge as u16,
+                    status: Status::Pending,
+                    redelivery: r.redelivery,
+                    format: r.payload_format,
+                    start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                    end: u32::try_from(t.bytes.len())
+                        .map_err(|_| "records exceed 4 GiB".to_owned())?,
+                    at_us: r.at_us,
+                },
+            );
             let i = t.entries.len() - 1;
             if let Some(scope) = &r.sender_scope {
                 let authority = crate::run::lease_book::authority_named::<W>(&scope.authority)
@@ -332,7 +336,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                             r.seq, scope.authority
                         )
                     })?;
-                t.sender_scopes.push((i as u32, authority, scope.expires));
+                crate::run::payloads::push_grown(
+                    &mut t.sender_scopes,
+                    (i as u32, authority, scope.expires),
+                );
             }
             t.note(i, r.receipt.clone());
             if let Some(lineage) = &r.lineage {
@@ -724,19 +731,24 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // What the sender worked under, for the receipt of the lease it
         // grants (now, or after a resume).
         if let (Node::Agent(_), Some((authority, expires))) = (info.from, self.turn_scope) {
-            t.sender_scopes
-                .push((t.entries.len() as u32, authority, expires));
+            crate::run::payloads::push_grown(
+                &mut t.sender_scopes,
+                (t.entries.len() as u32, authority, expires),
+            );
         }
-        t.entries.push(Entry {
-            hop: self.hops,
-            edge,
-            status,
-            redelivery: false,
-            format,
-            start,
-            end,
-            at_us,
-        });
+        crate::run::payloads::push_grown(
+            &mut t.entries,
+            Entry {
+                hop: self.hops,
+                edge,
+                status,
+                redelivery: false,
+                format,
+                start,
+                end,
+                at_us,
+            },
+        );
         self.log_transfer(info.from);
         Ok(refused)
     }
@@ -1213,19 +1225,24 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // The same transfer again: sent under the same scope.
         let original = t.entries.iter().rposition(|e| e.edge == edge);
         if let Some((authority, expires)) = original.and_then(|o| t.sender_scope(o)) {
-            t.sender_scopes
-                .push((t.entries.len() as u32, authority, expires));
+            crate::run::payloads::push_grown(
+                &mut t.sender_scopes,
+                (t.entries.len() as u32, authority, expires),
+            );
         }
-        t.entries.push(Entry {
-            hop: self.hops,
-            edge,
-            status: Status::Pending,
-            redelivery: true,
-            format,
-            start,
-            end,
-            at_us,
-        });
+        crate::run::payloads::push_grown(
+            &mut t.entries,
+            Entry {
+                hop: self.hops,
+                edge,
+                status: Status::Pending,
+                redelivery: true,
+                format,
+                start,
+                end,
+                at_us,
+            },
+        );
         let from = W::GRAPH
             .edges
             .get(edge as usize)

@@ -151,7 +151,9 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
         };
         shared.mark();
         let name = <T as schemars::JsonSchema>::schema_name().into_owned();
-        let schema = crate::spec::root_schema::<T>();
+        // Built and compiled once per type, not per call (`export/validate.rs`).
+        let compiled = crate::export::validate::compiled::<T>(crate::spec::root_schema::<T>);
+        let schema = &compiled.schema;
         let model_name = prompt
             .model
             .clone()
@@ -208,7 +210,7 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             }
             if reply.tool_calls.is_empty() {
                 // The answer.
-                let verdict = accept::<T>(&reply.text, &schema, &name, &rules);
+                let verdict = accept::<T>(&reply.text, &compiled, &name, &rules);
                 call.attempt(attempt(
                     request_digest,
                     Some(&reply),

@@ -86,8 +86,11 @@ impl Transcript {
         Transcript {
             run_id,
             graph,
-            entries: Vec::with_capacity(32),
-            bytes: crate::run::Payloads::with_capacity(4096),
+            // Sized for a short run and grown by half as it goes
+            // (`payloads::push_grown`, `Payloads::tail`), not reserved for
+            // the longest one.
+            entries: Vec::with_capacity(16),
+            bytes: crate::run::Payloads::with_capacity(512),
             notes: Vec::new(),
             turns: Vec::new(),
             root: None,
