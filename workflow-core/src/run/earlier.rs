@@ -164,23 +164,31 @@ impl Logged {
     }
 
     fn sender_expires(&self) -> Option<crate::spec::Expiry> {
-        use crate::spec::Expiry;
-        match self.expires_kind {
-            1 => Some(Expiry::Never),
-            2 => Some(Expiry::AtHop(self.expires_value as u32)),
-            3 => Some(Expiry::AtUnixMs(self.expires_value)),
-            _ => None,
-        }
+        unpack_expiry(self.expires_kind, self.expires_value)
     }
+}
 
-    fn packed_expiry(expires: Option<crate::spec::Expiry>) -> (u8, u64) {
-        use crate::spec::Expiry;
-        match expires {
-            None => (0, 0),
-            Some(Expiry::Never) => (1, 0),
-            Some(Expiry::AtHop(hop)) => (2, u64::from(hop)),
-            Some(Expiry::AtUnixMs(ms)) => (3, ms),
-        }
+/// `expires` as a kind and a value, for the run's per-transfer tables (an
+/// `Option<Expiry>` takes 16 bytes with its own tag and padding): kind 0
+/// none, 1 never, 2 at a hop, 3 at a time.
+pub(crate) fn pack_expiry(expires: Option<crate::spec::Expiry>) -> (u8, u64) {
+    use crate::spec::Expiry;
+    match expires {
+        None => (0, 0),
+        Some(Expiry::Never) => (1, 0),
+        Some(Expiry::AtHop(hop)) => (2, u64::from(hop)),
+        Some(Expiry::AtUnixMs(ms)) => (3, ms),
+    }
+}
+
+/// The expiry [`pack_expiry`] packed.
+pub(crate) fn unpack_expiry(kind: u8, value: u64) -> Option<crate::spec::Expiry> {
+    use crate::spec::Expiry;
+    match kind {
+        1 => Some(Expiry::Never),
+        2 => Some(Expiry::AtHop(value as u32)),
+        3 => Some(Expiry::AtUnixMs(value)),
+        _ => None,
     }
 }
 
@@ -222,7 +230,7 @@ impl EarlierLog {
             // One allocation for a typical run's first rounds.
             self.transfers.reserve_exact(16);
         }
-        let (expires_kind, expires_value) = Logged::packed_expiry(sender_expires);
+        let (expires_kind, expires_value) = pack_expiry(sender_expires);
         let (turn_agent, turn_input) =
             turn.map_or((NO_AGENT, NONE), |(agent, input)| (agent, input as u32));
         crate::run::payloads::push_grown(
@@ -430,6 +438,17 @@ mod tests {
     #[test]
     fn a_logged_transfer_is_40_bytes_and_reads_back_what_was_logged() {
         assert_eq!(std::mem::size_of::<Logged>(), 40);
+        // The transcript's scopes are packed the same way.
+        assert_eq!(std::mem::size_of::<crate::run::transcript::ScopeAt>(), 32);
+        for expires in [
+            None,
+            Some(Expiry::Never),
+            Some(Expiry::AtHop(u32::MAX)),
+            Some(Expiry::AtUnixMs(u64::MAX)),
+        ] {
+            let (kind, value) = pack_expiry(expires);
+            assert_eq!(unpack_expiry(kind, value), expires);
+        }
         let mut log = EarlierLog::default();
         let expiries = [
             None,

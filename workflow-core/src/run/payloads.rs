@@ -16,10 +16,8 @@ use std::sync::Arc;
 /// one (a run's first chunk reserves what [`Payloads::with_capacity`] asks).
 const CHUNK: usize = 1024;
 
-/// The spare bytes the chunk being written keeps before a payload is
-/// written into it: below this, it grows first (by half its length, see
-/// [`Payloads::tail`]). A larger payload grows it as `Vec` does, doubling.
-const SPARE: usize = 256;
+/// The least a chunk grows by (see [`Payloads::tail`]).
+const GROWTH: usize = 256;
 
 /// Pushes `item` onto `v`, growing a full `v` by half its length (by 4 at
 /// least) rather than doubling it: still amortised (each growth adds a fixed
@@ -47,6 +45,9 @@ pub(crate) struct Payloads {
 struct Chunk {
     base: u32,
     bytes: Vec<u8>,
+    /// The length of `bytes` when the last payload began: what that
+    /// payload took is what the next one is expected to need.
+    mark: usize,
     prev: Option<Arc<Chunk>>,
 }
 
@@ -78,6 +79,7 @@ impl Payloads {
             head: Arc::new(Chunk {
                 base: 0,
                 bytes: Vec::with_capacity(capacity),
+                mark: 0,
                 prev: None,
             }),
         }
@@ -113,15 +115,22 @@ impl Payloads {
             self.head = Arc::new(Chunk {
                 base,
                 bytes: Vec::with_capacity(CHUNK),
+                mark: 0,
                 prev: Some(prev),
             });
         }
         // Unique now: `make_mut` never copies here.
-        let bytes = &mut Arc::make_mut(&mut self.head).bytes;
-        // Grown by half, not doubled, before it runs short: a run's bytes
-        // keep at most about a third of their buffer unused.
-        if bytes.capacity() - bytes.len() < SPARE {
-            bytes.reserve_exact((bytes.len() / 2).max(SPARE));
+        let chunk = Arc::make_mut(&mut self.head);
+        let bytes = &mut chunk.bytes;
+        // The next payload is expected to take what the last one took: when
+        // that no longer fits, the buffer grows by half its length first
+        // (not doubled: a run's bytes keep at most about a third of their
+        // buffer unused, and far less on average). A payload larger than
+        // expected grows it as `Vec` does, doubling.
+        let expected = bytes.len().saturating_sub(chunk.mark);
+        chunk.mark = bytes.len();
+        if bytes.capacity() - bytes.len() < expected {
+            bytes.reserve_exact((bytes.len() / 2).max(expected).max(GROWTH));
         }
         bytes
     }
@@ -210,14 +219,14 @@ mod tests {
                 grown += 1;
                 capacity = chunk.capacity();
             }
-            // Never more than half again what is written, plus the spare
+            // Never more than half again what is written plus a payload
             // (past the first reservation).
-            assert!(capacity <= (chunk.len() + chunk.len() / 2 + SPARE + 100).max(512));
+            assert!(capacity <= (chunk.len() + chunk.len() / 2 + 100).max(512));
         }
         assert_eq!(p.len(), 10_000);
-        // Amortised: 14 growths for 100 payloads (a few by the spare's 256
-        // bytes, then by half each time), not one per payload.
-        assert_eq!(grown, 14);
+        // Amortised: 8 growths (by half each time, or by 256 bytes while
+        // that is more), not one per payload.
+        assert_eq!(grown, 8);
         assert!(p.head.prev.is_none());
     }
 

@@ -137,7 +137,8 @@ pub(crate) enum TurnStart {
     },
     /// The sender's turn again, on its accepted input, to handle the
     /// rejection of its handoff (`on_reject = sender`): no receipt.
-    Return(Returned),
+    /// (Boxed: rare, and the run's future holds the runtime.)
+    Return(Box<Returned>),
     /// The last transfer's receipt was decided and committed before: a run
     /// resumed after a crash, or a transfer a person approved as it was.
     /// The receiver's turn runs without a second receipt.
@@ -336,10 +337,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                             r.seq, scope.authority
                         )
                     })?;
-                crate::run::payloads::push_grown(
-                    &mut t.sender_scopes,
-                    (i as u32, authority, scope.expires),
-                );
+                t.push_sender_scope(i as u32, authority, scope.expires);
             }
             t.note(i, r.receipt.clone());
             if let Some(lineage) = &r.lineage {
@@ -731,10 +729,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // What the sender worked under, for the receipt of the lease it
         // grants (now, or after a resume).
         if let (Node::Agent(_), Some((authority, expires))) = (info.from, self.turn_scope) {
-            crate::run::payloads::push_grown(
-                &mut t.sender_scopes,
-                (t.entries.len() as u32, authority, expires),
-            );
+            t.push_sender_scope(t.entries.len() as u32, authority, expires);
         }
         crate::run::payloads::push_grown(
             &mut t.entries,
@@ -806,11 +801,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         .unwrap_or_default()
                         .to_vec();
                     self.returned_payload = Some((edge_index, bytes));
-                    self.next_turn = TurnStart::Return(Returned {
+                    self.next_turn = TurnStart::Return(Box::new(Returned {
                         by: to,
                         reason: reason.clone(),
                         times,
-                    });
+                    }));
                     // The run goes on with the sender's turn
                     // (`return_to_sender`); to the turn, a rejection.
                     RunError::Rejected { from, to, reason }
@@ -899,11 +894,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let i = self.transcript.len() - 1;
         let bytes = self.transcript.payload_bytes(i)?.to_vec();
         self.returned_payload = Some((e.edge, bytes));
-        self.next_turn = TurnStart::Return(Returned {
+        self.next_turn = TurnStart::Return(Box::new(Returned {
             by: W::GRAPH.node_name(edge.to),
             reason,
             times,
-        });
+        }));
         Some(())
     }
 
@@ -943,7 +938,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
             TurnStart::Edited { by } => self.deliver_first::<A>(input, contract.as_ref(), Some(by)),
-            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), returned),
+            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), *returned),
             TurnStart::Decided => self.start_decided::<A>(contract.as_ref()),
         }
     }
@@ -1225,10 +1220,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // The same transfer again: sent under the same scope.
         let original = t.entries.iter().rposition(|e| e.edge == edge);
         if let Some((authority, expires)) = original.and_then(|o| t.sender_scope(o)) {
-            crate::run::payloads::push_grown(
-                &mut t.sender_scopes,
-                (t.entries.len() as u32, authority, expires),
-            );
+            t.push_sender_scope(t.entries.len() as u32, authority, expires);
         }
         crate::run::payloads::push_grown(
             &mut t.entries,
