@@ -938,7 +938,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
             TurnStart::Edited { by } => self.deliver_first::<A>(input, contract.as_ref(), Some(by)),
-            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), *returned),
+            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), returned),
             TurnStart::Decided => self.start_decided::<A>(contract.as_ref()),
         }
     }
@@ -948,7 +948,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn start_returned<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,
-        returned: Returned,
+        returned: Box<Returned>,
     ) -> Result<Context<'x, W, A>, RunError> {
         let sender = self
             .transcript
@@ -1590,7 +1590,7 @@ pub(super) fn take_turn<W: Workflow, A: Agent<W>>(
     let mut model_calls = std::mem::take(&mut log.model_calls);
     model_calls.sort_by_key(|c| c.index);
     let usage = log.usage;
-    let failure = log.failure.take();
+    let failure = log.failure.take().map(|f| *f);
     log.usage = Usage::default();
     log.returned = None;
     log.approval = None;

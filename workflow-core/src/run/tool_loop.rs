@@ -440,12 +440,12 @@ async fn answer<'x, W: Workflow, A: Agent<W>>(
 
 /// Whether a call of the turn failed under `then = abort`.
 fn aborting(shared: &crate::run::RunShared) -> bool {
-    matches!(shared.lock().failure, Some((_, Then::Abort)))
+    matches!(shared.lock().failure.as_deref(), Some((_, Then::Abort)))
 }
 
 /// The loop's error when a call of the turn failed under `then = abort`.
 fn abort_error(shared: &crate::run::RunShared) -> Option<ModelError> {
-    match &shared.lock().failure {
+    match shared.lock().failure.as_deref() {
         Some((e, Then::Abort)) => Some(ModelError::new(
             ModelErrorKind::ToolFailed,
             format!(
