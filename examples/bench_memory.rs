@@ -278,7 +278,14 @@ async fn main() {
         }
         let per = (live() - base) as f64 / runs as f64;
         let records = held[0].transcript.len();
-        println!("  suspended run as Aborted ({records:>2} records): {per:>8.0}");
+        let payloads: usize = (0..records)
+            .filter_map(|i| held[0].transcript.payload_bytes(i))
+            .map(<[u8]>::len)
+            .sum();
+        println!(
+            "  suspended run as Aborted ({records:>2} records): {per:>8.0}  ({:.0} beyond its {payloads} payload bytes)",
+            per - payloads as f64
+        );
 
         // Its `Suspension`, in memory and as bytes.
         let base = live();

@@ -101,11 +101,12 @@ pub(crate) struct TurnLog {
     pub(crate) usage: Usage,
     /// Spent by the run before this turn.
     pub(crate) spent_before: Usage,
-    /// The first call that failed under its fallback policy.
-    pub(crate) failure: Option<(ToolError, Then)>,
+    /// The first call that failed under its fallback policy (boxed, as
+    /// `returned`: rare, and the shared state is allocated for every run).
+    pub(crate) failure: Option<Box<(ToolError, Then)>>,
     /// The rejection this turn's earlier handoff got back, when the turn
     /// runs again because of it.
-    pub(crate) returned: Option<Returned>,
+    pub(crate) returned: Option<Box<Returned>>,
     /// The person who approved this turn's input at an escalation.
     pub(crate) approval: Option<Approval>,
     pub(crate) next_model_call: u32,
@@ -259,7 +260,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// returned it: who, and why. Handle it: sending the same payload again
     /// is rejected.
     pub fn returned(&self) -> Option<Returned> {
-        self.shared.lock().returned.clone()
+        self.shared.lock().returned.as_deref().cloned()
     }
 
     /// When this turn runs after a person approved its input at an

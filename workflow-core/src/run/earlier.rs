@@ -114,24 +114,82 @@ pub(crate) struct Sent {
     pub(crate) sender_expires: Option<crate::spec::Expiry>,
 }
 
-/// One transfer in the [`EarlierLog`].
+/// One transfer in the [`EarlierLog`], in 40 bytes (a run logs every
+/// transfer): the optional numbers are kept with a sentinel ([`NONE`],
+/// [`NO_AGENT`]) and the expiry as its kind and value, not as `Option`s,
+/// which would each add their own tag and padding.
 #[derive(Clone, Copy)]
 struct Logged {
-    format: PayloadFormat,
     start: u32,
     end: u32,
-    /// The agent whose turn made the transfer, with that turn's input.
-    turn: Option<(u16, u32)>,
-    to: Node,
-    /// The agent that sent the transfer (a redelivery's too).
-    from: Option<u16>,
+    /// The input of the agent turn that made the transfer ([`NONE`]: no
+    /// agent turn made it).
+    turn_input: u32,
     /// The lease its sender worked under: the sender's input (for a
     /// redelivery, the original transfer's); what a lease granted by this
-    /// transfer derives from.
-    under: Option<u32>,
-    /// When the scope its sender worked under expired (`None`: no scope):
-    /// what a renewal of the lease it grants must stay within.
-    sender_expires: Option<crate::spec::Expiry>,
+    /// transfer derives from ([`NONE`]: none).
+    under: u32,
+    /// When the scope its sender worked under expired, with
+    /// `expires_kind`: what a renewal of the lease it grants must stay
+    /// within.
+    expires_value: u64,
+    /// The agent whose turn made the transfer ([`NO_AGENT`]: none).
+    turn_agent: u16,
+    /// The agent that sent the transfer, a redelivery's too ([`NO_AGENT`]:
+    /// none).
+    from: u16,
+    to: Node,
+    format: PayloadFormat,
+    /// 0: no scope, 1: never expires, 2: at a hop, 3: at a time.
+    expires_kind: u8,
+}
+
+/// No such number, in a [`Logged`] field that may have none.
+const NONE: u32 = u32::MAX;
+/// No agent, in a [`Logged`] field that may have none (agents are numbered
+/// below `u16::MAX`: a graph's agents are indexed by `u16`).
+const NO_AGENT: u16 = u16::MAX;
+
+impl Logged {
+    fn turn(&self) -> Option<(u16, u32)> {
+        (self.turn_agent != NO_AGENT).then_some((self.turn_agent, self.turn_input))
+    }
+
+    fn from(&self) -> Option<u16> {
+        (self.from != NO_AGENT).then_some(self.from)
+    }
+
+    fn under(&self) -> Option<u32> {
+        (self.under != NONE).then_some(self.under)
+    }
+
+    fn sender_expires(&self) -> Option<crate::spec::Expiry> {
+        unpack_expiry(self.expires_kind, self.expires_value)
+    }
+}
+
+/// `expires` as a kind and a value, for the run's per-transfer tables (an
+/// `Option<Expiry>` takes 16 bytes with its own tag and padding): kind 0
+/// none, 1 never, 2 at a hop, 3 at a time.
+pub(crate) fn pack_expiry(expires: Option<crate::spec::Expiry>) -> (u8, u64) {
+    use crate::spec::Expiry;
+    match expires {
+        None => (0, 0),
+        Some(Expiry::Never) => (1, 0),
+        Some(Expiry::AtHop(hop)) => (2, u64::from(hop)),
+        Some(Expiry::AtUnixMs(ms)) => (3, ms),
+    }
+}
+
+/// The expiry [`pack_expiry`] packed.
+pub(crate) fn unpack_expiry(kind: u8, value: u64) -> Option<crate::spec::Expiry> {
+    use crate::spec::Expiry;
+    match kind {
+        1 => Some(Expiry::Never),
+        2 => Some(Expiry::AtHop(value as u32)),
+        3 => Some(Expiry::AtUnixMs(value)),
+        _ => None,
+    }
 }
 
 impl EarlierLog {
@@ -162,26 +220,34 @@ impl EarlierLog {
             self.transfers
                 .iter()
                 .rev()
-                .find(|t| t.from == from && t.to == to)
-                .and_then(|t| t.under)
+                .find(|t| t.from() == from && t.to == to)
+                .and_then(|t| t.under())
         } else {
             turn.map(|(_, input)| input as u32)
         };
         debug_assert_eq!(seq, self.transfers.len(), "transfers are logged in order");
         if self.transfers.is_empty() {
             // One allocation for a typical run's first rounds.
-            self.transfers.reserve(16);
+            self.transfers.reserve_exact(16);
         }
-        self.transfers.push(Logged {
-            format,
-            start,
-            end,
-            turn: turn.map(|(agent, input)| (agent, input as u32)),
-            to,
-            from,
-            under,
-            sender_expires,
-        });
+        let (expires_kind, expires_value) = pack_expiry(sender_expires);
+        let (turn_agent, turn_input) =
+            turn.map_or((NO_AGENT, NONE), |(agent, input)| (agent, input as u32));
+        crate::run::payloads::push_grown(
+            &mut self.transfers,
+            Logged {
+                start,
+                end,
+                turn_input,
+                under: under.unwrap_or(NONE),
+                expires_value,
+                turn_agent,
+                from: from.unwrap_or(NO_AGENT),
+                to,
+                format,
+                expires_kind,
+            },
+        );
         self.turns += u32::from(turn.is_some());
     }
 
@@ -193,19 +259,19 @@ impl EarlierLog {
     /// The lease transfer `seq` was granted under (its sender's input),
     /// if its sender was an agent working on one.
     pub(crate) fn granted_under(&self, seq: u32) -> Option<u32> {
-        self.transfers.get(seq as usize)?.under
+        self.transfers.get(seq as usize)?.under()
     }
 
     /// When the scope the sender of transfer `seq` worked under expired
     /// (`None`: no scope, or no such transfer).
     pub(crate) fn sender_expires(&self, seq: u32) -> Option<crate::spec::Expiry> {
-        self.transfers.get(seq as usize)?.sender_expires
+        self.transfers.get(seq as usize)?.sender_expires()
     }
 
     /// Who sent transfer `seq` and to whom (`None`: no such transfer).
     pub(crate) fn ends(&self, seq: u32) -> Option<(Option<u16>, Node)> {
         let t = self.transfers.get(seq as usize)?;
-        Some((t.from, t.to))
+        Some((t.from(), t.to))
     }
 
     /// The leases transfer `seq`'s lease derives from, itself first: each
@@ -281,7 +347,7 @@ impl EarlierLog {
         let mut seen = 0;
         let mut turns = Vec::new();
         for (seq, t) in self.transfers.iter().enumerate() {
-            let Some((agent, input)) = t.turn else {
+            let Some((agent, input)) = t.turn() else {
                 continue;
             };
             if seen == upto {
@@ -361,5 +427,59 @@ impl<W: Workflow> Runtime<'_, W> {
             return Some(self.turn_input);
         }
         (0..before).rev().find(|i| to_agent_ran(*i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Expiry;
+
+    #[test]
+    fn a_logged_transfer_is_40_bytes_and_reads_back_what_was_logged() {
+        assert_eq!(std::mem::size_of::<Logged>(), 40);
+        // The transcript's scopes are packed the same way.
+        assert_eq!(std::mem::size_of::<crate::run::transcript::ScopeAt>(), 32);
+        for expires in [
+            None,
+            Some(Expiry::Never),
+            Some(Expiry::AtHop(u32::MAX)),
+            Some(Expiry::AtUnixMs(u64::MAX)),
+        ] {
+            let (kind, value) = pack_expiry(expires);
+            assert_eq!(unpack_expiry(kind, value), expires);
+        }
+        let mut log = EarlierLog::default();
+        let expiries = [
+            None,
+            Some(Expiry::Never),
+            Some(Expiry::AtHop(7)),
+            Some(Expiry::AtUnixMs(1_700_000_000_000)),
+        ];
+        for (seq, expires) in expiries.into_iter().enumerate() {
+            log.log(
+                seq,
+                PayloadFormat::Msgpack,
+                (seq as u32 * 10, seq as u32 * 10 + 10),
+                (seq > 0).then(|| (1, seq - 1)),
+                Sent {
+                    from: if seq == 0 {
+                        Node::Start
+                    } else {
+                        Node::Agent(1)
+                    },
+                    to: Node::Agent(2),
+                    redelivery: false,
+                    sender_expires: expires,
+                },
+            );
+            assert_eq!(log.sender_expires(seq as u32), expires);
+        }
+        assert_eq!(log.turn_count(), 3);
+        assert_eq!(log.ends(0), Some((None, Node::Agent(2))));
+        assert_eq!(log.ends(3), Some((Some(1), Node::Agent(2))));
+        assert_eq!(log.granted_under(0), None);
+        assert_eq!(log.granted_under(3), Some(2));
+        assert_eq!(log.lease_chain(3), [3, 2, 1, 0]);
     }
 }

@@ -396,7 +396,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // Resumed inside this fan-out: its first start is recorded, and a
         // fan-out agent's turn run again is neither counted twice nor
         // recorded twice.
-        let resume = self.resume_fork.take().filter(|r| r.at == at);
+        let resume = self.resume_fork.take().filter(|r| r.at == at).map(|r| *r);
         let first = match &resume {
             Some(r) => {
                 if let Some(spent) = r.spent {
@@ -423,7 +423,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             resume,
             deferred: false,
             outer: None,
-            dissent: self.dissent.take(),
+            dissent: self.dissent.take().map(|d| *d),
             #[cfg(feature = "tracing")]
             span,
         })

@@ -182,7 +182,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.joined_open = inner.carried;
         let mut turn = BranchTurn::new(branch, at, None);
         turn.depth = depth.saturating_add(1);
-        turn.dissent = dissent;
+        turn.dissent = dissent.map(|d| *d);
         let recorded = inner.resume.as_ref().and_then(|r| r.join.clone());
         if let Some((seq, anchor)) = recorded {
             let mut bytes = Vec::new();

@@ -374,7 +374,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.next_turn = TurnStart::Decided;
             state
         };
-        self.resume_fork = Some(resume);
+        self.resume_fork = Some(Box::new(resume));
         Ok(state)
     }
 

@@ -126,7 +126,9 @@ impl<'a, T: Payload> Generation<'a, T> {
         };
         shared.mark();
         let name = <T as schemars::JsonSchema>::schema_name().into_owned();
-        let schema = crate::spec::root_schema::<T>();
+        // Built and compiled once per type, not per call (`export/validate.rs`).
+        let compiled = crate::export::validate::compiled::<T>(crate::spec::root_schema::<T>);
+        let schema = &compiled.schema;
         let mut request = ModelRequest {
             model: prompt.model.clone(),
             messages: prompt.messages().to_vec(),
@@ -182,7 +184,7 @@ impl<'a, T: Payload> Generation<'a, T> {
                     ModelErrorKind::Refusal,
                     format!("the model refused: {why}"),
                 )),
-                None => accept::<T>(&reply.text, &schema, &name, &rules),
+                None => accept::<T>(&reply.text, &compiled, &name, &rules),
             };
             let attempts = call.attempt(ModelAttempt {
                 request_digest,
@@ -335,7 +337,7 @@ impl<'a, T: Payload> IntoFuture for Generation<'a, T> {
 /// and passes every rule; otherwise the first stage's errors.
 pub(super) fn accept<T: Payload>(
     text: &str,
-    schema: &serde_json::Value,
+    schema: &crate::export::validate::Compiled,
     name: &str,
     rules: &[Rule<'_, T>],
 ) -> Result<T, ModelError> {
@@ -349,7 +351,7 @@ pub(super) fn accept<T: Payload>(
         };
         ModelError::new(ModelErrorKind::MalformedJson, message).with_errors(vec![e.to_string()])
     })?;
-    crate::export::validate::against(schema, &value).map_err(|errors| {
+    schema.check(&value).map_err(|errors| {
         ModelError::new(
             ModelErrorKind::SchemaMismatch,
             format!("the reply does not match the JSON Schema `{name}`"),

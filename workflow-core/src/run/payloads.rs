@@ -16,6 +16,22 @@ use std::sync::Arc;
 /// one (a run's first chunk reserves what [`Payloads::with_capacity`] asks).
 const CHUNK: usize = 1024;
 
+/// The least a chunk grows by (see [`Payloads::tail`]): fewer, larger
+/// growths while the run is young (each one a reallocation and a copy).
+const GROWTH: usize = 512;
+
+/// Pushes `item` onto `v`, growing a full `v` by half its length (by 4 at
+/// least) rather than doubling it: still amortised (each growth adds a fixed
+/// share of what is there), with a third of the capacity at most unused
+/// instead of a half. For a run's per-transfer tables, held as long as the
+/// run.
+pub(crate) fn push_grown<T>(v: &mut Vec<T>, item: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 2).max(4));
+    }
+    v.push(item);
+}
+
 /// The payload bytes of a run's transfers, addressed by their offset from
 /// the first byte the run wrote (as the transcript's entries record them).
 /// Cloning shares the bytes; the clone and the original each write on into
@@ -30,6 +46,9 @@ pub(crate) struct Payloads {
 struct Chunk {
     base: u32,
     bytes: Vec<u8>,
+    /// The length of `bytes` when the last payload began: what that
+    /// payload took is what the next one is expected to need.
+    mark: usize,
     prev: Option<Arc<Chunk>>,
 }
 
@@ -61,6 +80,7 @@ impl Payloads {
             head: Arc::new(Chunk {
                 base: 0,
                 bytes: Vec::with_capacity(capacity),
+                mark: 0,
                 prev: None,
             }),
         }
@@ -96,11 +116,24 @@ impl Payloads {
             self.head = Arc::new(Chunk {
                 base,
                 bytes: Vec::with_capacity(CHUNK),
+                mark: 0,
                 prev: Some(prev),
             });
         }
         // Unique now: `make_mut` never copies here.
-        &mut Arc::make_mut(&mut self.head).bytes
+        let chunk = Arc::make_mut(&mut self.head);
+        let bytes = &mut chunk.bytes;
+        // The next payload is expected to take what the last one took: when
+        // that no longer fits, the buffer grows by half its length first
+        // (not doubled: a run's bytes keep at most about a third of their
+        // buffer unused, and far less on average). A payload larger than
+        // expected grows it as `Vec` does, doubling.
+        let expected = bytes.len().saturating_sub(chunk.mark);
+        chunk.mark = bytes.len();
+        if bytes.capacity() - bytes.len() < expected {
+            bytes.reserve_exact((bytes.len() / 2).max(expected).max(GROWTH));
+        }
+        bytes
     }
 
     /// Appends `bytes`.
@@ -173,6 +206,43 @@ mod tests {
         // Below the chunk being written: left alone.
         p.truncate(1);
         assert_eq!(p.get(0, 3), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn the_bytes_grow_by_half_with_room_for_a_payload() {
+        let mut p = Payloads::with_capacity(512);
+        let mut grown = 0;
+        let mut capacity = 512;
+        for _ in 0..100 {
+            p.extend_from_slice(&[7; 100]);
+            let chunk = &p.head.bytes;
+            if chunk.capacity() != capacity {
+                grown += 1;
+                capacity = chunk.capacity();
+            }
+            // Never more than half again what is written (or the least
+            // growth) plus a payload.
+            assert!(capacity <= chunk.len() + (chunk.len() / 2).max(GROWTH) + 100);
+        }
+        assert_eq!(p.len(), 10_000);
+        // Amortised: a few growths (by half each time, or by 512 bytes
+        // while that is more), not one per payload.
+        assert_eq!(grown, 7);
+        assert!(p.head.prev.is_none());
+    }
+
+    #[test]
+    fn push_grown_grows_by_half() {
+        let mut v: Vec<u32> = Vec::new();
+        let mut capacities = Vec::new();
+        for i in 0..40 {
+            push_grown(&mut v, i);
+            if capacities.last() != Some(&v.capacity()) {
+                capacities.push(v.capacity());
+            }
+        }
+        assert_eq!(v, (0..40).collect::<Vec<_>>());
+        assert_eq!(capacities, [4, 8, 12, 18, 27, 40]);
     }
 
     #[test]

@@ -114,12 +114,12 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) joined_open: Vec<String>,
     /// The disagreement among the verdicts of the last fan-out's branches,
     /// for its join's turn (`run/verdicts.rs`).
-    pub(super) joined_dissent: Option<crate::spec::Disagreement>,
+    pub(super) joined_dissent: Option<Box<crate::spec::Disagreement>>,
     /// The disagreement the current turn's handoff must carry forward.
-    pub(super) dissent: Option<crate::spec::Disagreement>,
+    pub(super) dissent: Option<Box<crate::spec::Disagreement>>,
     /// A run resumed inside a fan-out: the records its branches already
     /// have, taken by the fan-out's `fork` (`run/fork_resume.rs`).
-    pub(super) resume_fork: Option<crate::run::ForkResume>,
+    pub(super) resume_fork: Option<Box<crate::run::ForkResume>>,
 }
 
 /// How the next agent turn starts: the four ways a turn begins, each with
@@ -137,7 +137,8 @@ pub(crate) enum TurnStart {
     },
     /// The sender's turn again, on its accepted input, to handle the
     /// rejection of its handoff (`on_reject = sender`): no receipt.
-    Return(Returned),
+    /// (Boxed: rare, and the run's future holds the runtime.)
+    Return(Box<Returned>),
     /// The last transfer's receipt was decided and committed before: a run
     /// resumed after a crash, or a transfer a person approved as it was.
     /// The receiver's turn runs without a second receipt.
@@ -313,16 +314,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let t = &mut run.transcript;
             let start = t.bytes.len();
             t.bytes.extend_from_slice(&bytes);
-            t.entries.push(Entry {
-                hop: r.hop,
-                edge: edge as u16,
-                status: Status::Pending,
-                redelivery: r.redelivery,
-                format: r.payload_format,
-                start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
-                end: u32::try_from(t.bytes.len()).map_err(|_| "records exceed 4 GiB".to_owned())?,
-                at_us: r.at_us,
-            });
+            crate::run::payloads::push_grown(
+                &mut t.entries,
+                Entry {
+                    hop: r.hop,
+                    edge: edge as u16,
+                    status: Status::Pending,
+                    redelivery: r.redelivery,
+                    format: r.payload_format,
+                    start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
+                    end: u32::try_from(t.bytes.len())
+                        .map_err(|_| "records exceed 4 GiB".to_owned())?,
+                    at_us: r.at_us,
+                },
+            );
             let i = t.entries.len() - 1;
             if let Some(scope) = &r.sender_scope {
                 let authority = crate::run::lease_book::authority_named::<W>(&scope.authority)
@@ -332,7 +337,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                             r.seq, scope.authority
                         )
                     })?;
-                t.sender_scopes.push((i as u32, authority, scope.expires));
+                t.push_sender_scope(i as u32, authority, scope.expires);
             }
             t.note(i, r.receipt.clone());
             if let Some(lineage) = &r.lineage {
@@ -741,19 +746,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // What the sender worked under, for the receipt of the lease it
         // grants (now, or after a resume).
         if let (Node::Agent(_), Some((authority, expires))) = (info.from, self.turn_scope) {
-            t.sender_scopes
-                .push((t.entries.len() as u32, authority, expires));
+            t.push_sender_scope(t.entries.len() as u32, authority, expires);
         }
-        t.entries.push(Entry {
-            hop: self.hops,
-            edge,
-            status,
-            redelivery: false,
-            format,
-            start,
-            end,
-            at_us,
-        });
+        crate::run::payloads::push_grown(
+            &mut t.entries,
+            Entry {
+                hop: self.hops,
+                edge,
+                status,
+                redelivery: false,
+                format,
+                start,
+                end,
+                at_us,
+            },
+        );
         self.log_transfer(info.from);
         Ok(refused)
     }
@@ -811,11 +818,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         .unwrap_or_default()
                         .to_vec();
                     self.returned_payload = Some((edge_index, bytes));
-                    self.next_turn = TurnStart::Return(Returned {
+                    self.next_turn = TurnStart::Return(Box::new(Returned {
                         by: to,
                         reason: reason.clone(),
                         times,
-                    });
+                    }));
                     // The run goes on with the sender's turn
                     // (`return_to_sender`); to the turn, a rejection.
                     RunError::Rejected { from, to, reason }
@@ -904,11 +911,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let i = self.transcript.len() - 1;
         let bytes = self.transcript.payload_bytes(i)?.to_vec();
         self.returned_payload = Some((e.edge, bytes));
-        self.next_turn = TurnStart::Return(Returned {
+        self.next_turn = TurnStart::Return(Box::new(Returned {
             by: W::GRAPH.node_name(edge.to),
             reason,
             times,
-        });
+        }));
         Some(())
     }
 
@@ -958,7 +965,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn start_returned<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,
-        returned: Returned,
+        returned: Box<Returned>,
     ) -> Result<Context<'x, W, A>, RunError> {
         let sender = self
             .transcript
@@ -1231,19 +1238,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // The same transfer again: sent under the same scope.
         let original = t.entries.iter().rposition(|e| e.edge == edge);
         if let Some((authority, expires)) = original.and_then(|o| t.sender_scope(o)) {
-            t.sender_scopes
-                .push((t.entries.len() as u32, authority, expires));
+            t.push_sender_scope(t.entries.len() as u32, authority, expires);
         }
-        t.entries.push(Entry {
-            hop: self.hops,
-            edge,
-            status: Status::Pending,
-            redelivery: true,
-            format,
-            start,
-            end,
-            at_us,
-        });
+        crate::run::payloads::push_grown(
+            &mut t.entries,
+            Entry {
+                hop: self.hops,
+                edge,
+                status: Status::Pending,
+                redelivery: true,
+                format,
+                start,
+                end,
+                at_us,
+            },
+        );
         let from = W::GRAPH
             .edges
             .get(edge as usize)
@@ -1608,7 +1617,7 @@ pub(super) fn take_turn<W: Workflow, A: Agent<W>>(
     let mut model_calls = std::mem::take(&mut log.model_calls);
     model_calls.sort_by_key(|c| c.index);
     let usage = log.usage;
-    let failure = log.failure.take();
+    let failure = log.failure.take().map(|f| *f);
     log.usage = Usage::default();
     log.returned = None;
     log.approval = None;

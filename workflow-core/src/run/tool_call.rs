@@ -338,7 +338,7 @@ impl RunShared {
     fn log_call(&self, record: ToolCallRecord, error: Option<&ToolError>, then: Then) {
         let mut log = self.lock();
         if let (Some(error), None) = (error, &log.failure) {
-            log.failure = Some((error.clone(), then));
+            log.failure = Some(Box::new((error.clone(), then)));
         }
         log.calls.push(record);
     }

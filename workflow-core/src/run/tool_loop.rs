@@ -151,7 +151,9 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
         };
         shared.mark();
         let name = <T as schemars::JsonSchema>::schema_name().into_owned();
-        let schema = crate::spec::root_schema::<T>();
+        // Built and compiled once per type, not per call (`export/validate.rs`).
+        let compiled = crate::export::validate::compiled::<T>(crate::spec::root_schema::<T>);
+        let schema = &compiled.schema;
         let model_name = prompt
             .model
             .clone()
@@ -208,7 +210,7 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             }
             if reply.tool_calls.is_empty() {
                 // The answer.
-                let verdict = accept::<T>(&reply.text, &schema, &name, &rules);
+                let verdict = accept::<T>(&reply.text, &compiled, &name, &rules);
                 call.attempt(attempt(
                     request_digest,
                     Some(&reply),
@@ -438,12 +440,12 @@ async fn answer<'x, W: Workflow, A: Agent<W>>(
 
 /// Whether a call of the turn failed under `then = abort`.
 fn aborting(shared: &crate::run::RunShared) -> bool {
-    matches!(shared.lock().failure, Some((_, Then::Abort)))
+    matches!(shared.lock().failure.as_deref(), Some((_, Then::Abort)))
 }
 
 /// The loop's error when a call of the turn failed under `then = abort`.
 fn abort_error(shared: &crate::run::RunShared) -> Option<ModelError> {
-    match &shared.lock().failure {
+    match shared.lock().failure.as_deref() {
         Some((e, Then::Abort)) => Some(ModelError::new(
             ModelErrorKind::ToolFailed,
             format!(

@@ -51,18 +51,31 @@ pub struct DispatchedCall<'x>(pub(crate) Dispatched<'x>);
 /// `mcp_tools` publishes); a hand-written workflow that does not list the
 /// tool gets its name and its input type's schema.
 pub(crate) fn definition<W: Workflow, T: Tool<W>>() -> ToolDefinition {
+    let input_schema = input_schema::<W, T>().schema.clone();
     match W::GRAPH.tools.iter().find(|t| t.name == T::NAME) {
         Some(info) => ToolDefinition {
             name: info.name.to_owned(),
             description: info.description.to_owned(),
-            input_schema: (info.input_schema_doc)().to_value(),
+            input_schema,
         },
         None => ToolDefinition {
             name: T::NAME.to_owned(),
             description: String::new(),
-            input_schema: crate::spec::root_schema::<T::Input>(),
+            input_schema,
         },
     }
+}
+
+/// The input schema of tool `T` of `W` as [`definition`] publishes it,
+/// built and compiled once per process (a tool loop checks every requested
+/// call against it).
+fn input_schema<W: Workflow, T: Tool<W>>() -> std::sync::Arc<crate::export::validate::Compiled> {
+    crate::export::validate::compiled::<(W, T)>(|| {
+        match W::GRAPH.tools.iter().find(|t| t.name == T::NAME) {
+            Some(info) => (info.input_schema_doc)().to_value(),
+            None => crate::spec::root_schema::<T::Input>(),
+        }
+    })
 }
 
 /// The model's arguments for tool `T` as its input: a tool whose input is
@@ -110,9 +123,9 @@ fn dispatch_one<'x, W: Workflow, A: Agent<W>, T: Tool<W>>(
     cx: &Context<'x, W, A>,
     arguments: serde_json::Value,
 ) -> Result<DispatchedCall<'x>, ModelError> {
-    let schema = definition::<W, T>().input_schema;
-    let arguments = unwrapped::<W, T>(&schema, arguments)?;
-    crate::export::validate::against(&schema, &arguments).map_err(|errors| {
+    let compiled = input_schema::<W, T>();
+    let arguments = unwrapped::<W, T>(&compiled.schema, arguments)?;
+    compiled.check(&arguments).map_err(|errors| {
         ModelError::new(
             ModelErrorKind::ToolArguments,
             format!(

@@ -53,6 +53,17 @@ impl Status {
     }
 }
 
+/// The scope the sender of transfer `at` worked under, in 32 bytes (with
+/// an `Expiry`, 40): its authority and its expiry packed
+/// (`earlier::pack_expiry`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScopeAt {
+    authority: &'static str,
+    value: u64,
+    at: u32,
+    kind: u8,
+}
+
 /// Every transfer of one run, in order: the executor's witness.
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -75,7 +86,7 @@ pub struct Transcript {
     pub(crate) mode: crate::spec::Mode,
     /// The scope each transfer's sender worked under when it sent it, by
     /// entry, for the transfers whose sender had one (in entry order).
-    pub(crate) sender_scopes: Vec<(u32, &'static str, crate::spec::Expiry)>,
+    pub(crate) sender_scopes: Vec<ScopeAt>,
     /// Where the records of fan-outs stand (branch and parent, or join), by
     /// entry: kept beside the entries, which stay small for linear runs.
     pub(crate) lineage: Vec<(u32, crate::spec::Lineage)>,
@@ -86,8 +97,11 @@ impl Transcript {
         Transcript {
             run_id,
             graph,
-            entries: Vec::with_capacity(32),
-            bytes: crate::run::Payloads::with_capacity(4096),
+            // Sized for a short run and grown by half as it goes
+            // (`payloads::push_grown`, `Payloads::tail`), not reserved for
+            // the longest one.
+            entries: Vec::with_capacity(16),
+            bytes: crate::run::Payloads::with_capacity(512),
             notes: Vec::new(),
             turns: Vec::new(),
             root: None,
@@ -118,9 +132,34 @@ impl Transcript {
         self.sender_scopes
             .iter()
             .rev()
-            .take_while(|(at, _, _)| *at as usize >= i)
-            .find(|(at, _, _)| *at as usize == i)
-            .map(|(_, authority, expires)| (*authority, *expires))
+            .take_while(|s| s.at as usize >= i)
+            .find(|s| s.at as usize == i)
+            .and_then(|s| Some((s.authority, super::earlier::unpack_expiry(s.kind, s.value)?)))
+    }
+
+    /// Records that the sender of transfer `at` worked under `authority`,
+    /// expiring at `expires`.
+    pub(crate) fn push_sender_scope(
+        &mut self,
+        at: u32,
+        authority: &'static str,
+        expires: crate::spec::Expiry,
+    ) {
+        let (kind, value) = super::earlier::pack_expiry(Some(expires));
+        if self.sender_scopes.capacity() == 0 {
+            // One allocation for a typical run's first rounds (as the
+            // earlier-turn log's), not four small ones.
+            self.sender_scopes.reserve_exact(16);
+        }
+        crate::run::payloads::push_grown(
+            &mut self.sender_scopes,
+            ScopeAt {
+                authority,
+                value,
+                at,
+                kind,
+            },
+        );
     }
 
     /// The root invariants the run is pinned to, as the JSON text its first

@@ -60,7 +60,7 @@ impl<W: Workflow> Runtime<'_, W> {
                     Some(Citation::record(seq, crate::encode::digest(&text)))
                 });
         }
-        self.joined_dissent = Disagreement::among(at, verdicts);
+        self.joined_dissent = Disagreement::among(at, verdicts).map(Box::new);
     }
 
     /// A run resumed on record `seq`, about to run the turn `state`: when
@@ -99,7 +99,7 @@ impl<W: Workflow> Runtime<'_, W> {
         }
         self.dissent = self.joined_dissent.take();
         if let Some(d) = &self.dissent {
-            self.shared.lock().disagreement = Some(d.clone());
+            self.shared.lock().disagreement = Some(Disagreement::clone(d));
             self.shared.mark();
         }
     }
