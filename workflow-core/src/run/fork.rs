@@ -73,6 +73,9 @@ pub struct ForkRun {
     /// The disagreement the fan-out agent received (a join's turn that fans
     /// out): every branch's start must carry it forward.
     pub(super) dissent: Option<crate::spec::Disagreement>,
+    /// An empty map inside a branch: the record of the turn that mapped,
+    /// kept with the join.
+    pub(super) keep: Option<TurnRecord>,
     /// The fan-out's span: the branches' `invoke_agent` spans are its
     /// children, siblings of each other.
     #[cfg(feature = "tracing")]
@@ -92,6 +95,11 @@ impl ForkRun {
     /// the records' [`Lineage`].
     pub fn at(&self) -> u32 {
         self.at
+    }
+
+    /// How many branches it started (for a map, its items).
+    pub fn branches(&self) -> usize {
+        self.heads.len()
     }
 }
 
@@ -161,6 +169,11 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
             #[cfg(feature = "tracing")]
             span: tracing::Span::none(),
         }
+    }
+
+    /// Its branch (for a map, its item).
+    pub fn branch(&self) -> u16 {
+        self.branch
     }
 
     /// Whether the branch's receipt accepted it (its body runs).
@@ -424,6 +437,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             deferred: false,
             outer: None,
             dissent: self.dissent.take().map(|d| *d),
+            keep: None,
             #[cfg(feature = "tracing")]
             span,
         })

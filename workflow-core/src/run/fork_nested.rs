@@ -132,6 +132,133 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .map_err(|error| RunError::Unreadable { seq, error })
     }
 
+    /// Opens map fan-out `inner` (`map(worker, max = N)`, its one branch's
+    /// agent `B`), to which a turn of a branch of `fork` hands `items`
+    /// (`handing`, from [`finish`](Self::finish)), and records its first
+    /// item's start with that turn's record: the one record of the turn's
+    /// settle. The other items are returned, their starts recorded once the
+    /// round is settled ([`nested_starts`](Self::nested_starts)). An empty
+    /// list starts nothing: the caller records the join at once
+    /// ([`join_in_branch`](Self::join_in_branch)), the turn's one record.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    #[allow(clippy::type_complexity)]
+    pub fn fan_out_map_in_branch<B: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        handing: Handing,
+        inner: &'static Fork,
+        max: u32,
+        items: Vec<B::Input>,
+    ) -> Result<(ForkRun, Option<BranchTurn<'x, W, B>>, Vec<B::Input>), RunError>
+    where
+        B::Input: Serialize,
+    {
+        if items.len() > max as usize || items.len() > usize::from(u16::MAX) {
+            return Err(RunError::Protocol(format!(
+                "agent `{}` mapped {} items, over its bound of {max}",
+                agent_name::<W>(inner.from),
+                items.len()
+            )));
+        }
+        let (branch, start, depth) = handing.place();
+        let place = (branch, depth, start);
+        let mut run = self.open_inner_sized(fork, inner, place, Some(items.len()))?;
+        run.open = handing.open;
+        run.dissent = handing.dissent;
+        let mut record = handing.record;
+        if let Some(spent) = run.resume.as_ref().and_then(|r| r.spent) {
+            self.spent = spent;
+            run.spent = spent;
+            record = None;
+        }
+        let mut items = items.into_iter();
+        let Some(first) = items.next() else {
+            // The join is the turn's one record, written where it settles,
+            // with the turn's record.
+            run.round_base = self.transcript.len() as u32;
+            run.keep = record;
+            return Ok((run, None, Vec::new()));
+        };
+        let first = self.branch_with::<B>(&mut run, 0, first, record)?;
+        Ok((run, Some(first), items.collect()))
+    }
+
+    /// A resumed map inside a branch whose join is recorded (every item's
+    /// start with it): opened again from its records, its first item's turn
+    /// read back from its start at `seq` (what turn `depth` of branch
+    /// `branch` of `fork` handed on). The other items' inputs are read back
+    /// with [`recorded_input`](Self::recorded_input), `1..branches()`.
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn map_recorded<B: Agent<W>>(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        depth: u16,
+        seq: u32,
+        inner: &'static Fork,
+    ) -> Result<(ForkRun, BranchTurn<'x, W, B>), RunError>
+    where
+        B::Input: Serialize + DeserializeOwned,
+    {
+        let at = self.head_of(fork, branch)?;
+        let items = fork
+            .resume
+            .as_ref()
+            .and_then(|r| r.nested.iter().find(|n| n.at == at))
+            .map_or(0, |n| n.starts.len());
+        let mut run = self.open_inner_sized(fork, inner, (branch, depth, at), Some(items))?;
+        let first = run.resume.as_ref().and_then(|r| r.starts.first());
+        if first.map(|(s, _)| *s) != Some(seq) {
+            return Err(RunError::Resume(format!(
+                "run {}: record #{seq} is not the first start of the fan-out of #{at}",
+                self.transcript.run_id
+            )));
+        }
+        let input = self.recorded_input::<B>(&run, 0)?;
+        let first = self.branch::<B>(&mut run, 0, input)?;
+        Ok((run, first))
+    }
+
+    /// A resumed map inside a branch that was handed no item: its join,
+    /// recorded at `seq` (what turn `depth` of branch `branch` of `fork`
+    /// handed on), read back by [`join_in_branch`](Self::join_in_branch).
+    #[doc(hidden)] // for generated fork turns and hand-written workflows
+    pub fn empty_map_recorded(
+        &mut self,
+        fork: &mut ForkRun,
+        branch: u16,
+        depth: u16,
+        seq: u32,
+        inner: &'static Fork,
+    ) -> Result<ForkRun, RunError> {
+        let at = self.head_of(fork, branch)?;
+        let mut run = self.open_inner_sized(fork, inner, (branch, depth, at), Some(0))?;
+        if run
+            .resume
+            .as_ref()
+            .and_then(|r| r.join.as_ref())
+            .map(|j| j.0)
+            != Some(seq)
+        {
+            return Err(RunError::Resume(format!(
+                "run {}: record #{seq} is not the join of the fan-out of #{at}",
+                self.transcript.run_id
+            )));
+        }
+        run.round_base = seq;
+        Ok(run)
+    }
+
+    /// The last record of branch `branch` of `fork`.
+    fn head_of(&self, fork: &ForkRun, branch: u16) -> Result<u32, RunError> {
+        fork.heads.get(usize::from(branch)).copied().ok_or_else(|| {
+            RunError::Protocol(format!(
+                "branch {branch} of the fan-out of #{} is not one of its branches",
+                fork.at()
+            ))
+        })
+    }
+
     /// Before the rest of nested fan-out `inner`'s starts (its first
     /// recorded at its agent's settle): its starts take the next records of
     /// `fork`'s rounds, its own rounds those after them.
@@ -198,7 +325,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             if let Some(head) = fork.heads.get_mut(usize::from(branch)) {
                 *head = seq;
             }
-            fork.round_base = seq.saturating_add(1);
+            fork.round_base = fork.round_base.max(seq.saturating_add(1));
             if let Some(reason) = self.recorded_refusal(branch, seq, "join")? {
                 turn.state = BranchState::Refused(reason);
                 self.joined_open.clear();
@@ -218,6 +345,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn_scope = inner.scope;
         self.turn_input = inner.at as usize;
         let refused = self.record(edge, info, &joined, Status::Pending)?;
+        // An empty map's join: the record of the turn that mapped.
+        self.keep_turn(at, inner.keep);
         self.transcript.lineage.push((
             at,
             Lineage::Join {
@@ -228,7 +357,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(head) = fork.heads.get_mut(usize::from(branch)) {
             *head = at;
         }
-        fork.round_base = at.saturating_add(1);
+        fork.round_base = fork.round_base.max(at.saturating_add(1));
         self.open = Vec::new();
         self.receive_in_branch(fork, &mut turn, joined, refused.into_iter().collect())?;
         if !turn.accepted() {
@@ -248,8 +377,24 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         depth: u16,
         at: u32,
     ) -> Result<ForkRun, RunError> {
+        self.open_inner_sized(fork, inner, (branch, depth, at), None)
+    }
+
+    /// [`open_inner`](Self::open_inner), for a map (`items`: its number of
+    /// items, one branch each).
+    fn open_inner_sized(
+        &mut self,
+        fork: &mut ForkRun,
+        inner: &'static Fork,
+        (branch, depth, at): (u16, u16, u32),
+        items: Option<usize>,
+    ) -> Result<ForkRun, RunError> {
         self.turn_input = at as usize;
-        let mut run = self.open_fork(inner, inner.branches.len(), false)?;
+        let (branches, map) = match items {
+            Some(n) => (n, true),
+            None => (inner.branches.len(), false),
+        };
+        let mut run = self.open_fork(inner, branches, map)?;
         run.deferred = true;
         // Numbered once its starts are recorded (`nested_starts`).
         run.next_outcome = 0;

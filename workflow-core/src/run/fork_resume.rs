@@ -229,6 +229,24 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         accepted += u32::from(ran(r.seq));
                     }
                 }
+                // The join of a map inside a branch that was handed no
+                // item: the mapping turn's one record.
+                (Lineage::Join { heads, .. }, None) if heads.is_empty() => {
+                    let place = scans
+                        .iter()
+                        .enumerate()
+                        .find_map(|(p, s)| Some((p, s.open_branch(fork)?)));
+                    let Some((p, k)) = place else {
+                        continue;
+                    };
+                    let mut scan = Scan::new(fork);
+                    scan.join = Some((r.seq, hash()));
+                    scans[p].chain[k].push((r.seq, hash()));
+                    scans[p].last[k] = r.seq;
+                    scans.push(scan);
+                    parents.push((p, k));
+                    accepted += u32::from(ran(r.seq));
+                }
                 (Lineage::Join { .. }, Some(0)) => {
                     return Err(refuse(format!(
                         "the fan-out of #{at} is joined (record #{}) yet records follow its branches",
@@ -262,19 +280,26 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             let edge = first
                 .and_then(|seq| self.transcript.entries.get(seq as usize))
                 .map(|e| e.edge);
-            let branches = W::FORKS
+            let Some(first) = first else {
+                // An empty map's join: recorded whole.
+                continue;
+            };
+            let info = W::FORKS
                 .iter()
-                .find(|f| f.fork.branches.first().map(|b| b.start) == edge)
-                .map(|f| f.fork.branches.len());
-            let Some(branches) = branches else {
+                .find(|f| f.fork.branches.first().map(|b| b.start) == edge);
+            let Some(info) = info else {
                 return Err(refuse(format!(
                     "the fan-out of #{} is not one of the workflow's",
                     scans[i].at
                 )));
             };
-            if scans[i].starts.len() < branches
-                && let Some(first) = first
-            {
+            // A map's starts do not say how many items it had: its mapping
+            // turn is read back only once its join is recorded.
+            let cut = match info.map {
+                Some(_) => scans[i].join.is_none(),
+                None => scans[i].starts.len() < info.fork.branches.len(),
+            };
+            if cut {
                 let (p, k) = parents[i];
                 if scans[p].chain[k].last().map(|(seq, _)| *seq) != Some(first) {
                     return Err(refuse(format!(

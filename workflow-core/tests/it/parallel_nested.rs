@@ -898,3 +898,181 @@ async fn fan_outs_two_levels_deep_run_resume_from_every_cut_and_replay() {
     assert!(report.is_identical(), "{report}");
     assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
 }
+
+/// A map inside a branch: the sweep branch hands each file to its own
+/// worker turn, and the workers' join (the gather) hands the branch's
+/// outcome to the outer join.
+#[workflow(entry = lead, output = Vec<String>, deps = Calls)]
+pub mod mapped {
+    use super::*;
+
+    #[handoff]
+    pub struct SweepLook {
+        #[contract]
+        pub contract: Contract<authority::Sweep>,
+        pub files: Vec<String>,
+    }
+
+    #[handoff]
+    pub struct StyleLook {
+        #[contract]
+        pub contract: Contract<authority::Style>,
+    }
+
+    #[handoff]
+    pub struct Job {
+        #[contract]
+        pub contract: Contract<authority::Work>,
+        pub file: String,
+    }
+
+    /// Measures a file (waits as many milliseconds as its name is long).
+    #[tool(effect = read)]
+    async fn measure(file: String, calls: &Calls) -> Result<u32, ToolError> {
+        calls.made.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(file.len() as u64)).await;
+        Ok(file.len() as u32)
+    }
+
+    #[agent(to = [parallel(sweep, style)])]
+    async fn lead(files: Vec<String>, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 9;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            sweep: SweepLook {
+                contract: deep_contract(cx.lease(authority::Sweep).until_hop(until), cx.hop()),
+                files,
+            },
+            style: StyleLook {
+                contract: deep_contract(cx.lease(authority::Style).until_hop(until), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [Sweep], to = [map(worker, max = 4)])]
+    async fn sweep(ask: SweepLook, cx: sweep::Context<'_>) -> Result<sweep::Next, Reject> {
+        let jobs = ask.files.into_iter().map(|file| Job {
+            contract: deep_contract(cx.lease(authority::Work).as_long_as_mine(), cx.hop()),
+            file,
+        });
+        Ok(sweep::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Work], tools = [measure], to = [gather])]
+    async fn worker(job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        let n = cx.call(tools::measure, job.file.clone()).await?;
+        Ok(worker::Next::Gather(format!("{}={n}", job.file)))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [String]], to = [judge])]
+    async fn gather(all: gather::Joined, _cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+        let seen: Vec<String> = all.worker.iter().map(shown).collect();
+        Ok(gather::Next::Judge(format!("[{}]", seen.join(" "))))
+    }
+
+    #[agent(owns = [Style], to = [judge])]
+    async fn style(_ask: StyleLook, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        Ok(style::Next::Judge("tidy".into()))
+    }
+
+    #[agent(owns = [Judge], join = [sweep: String, style: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.sweep),
+            shown(&views.style),
+        ]))
+    }
+}
+
+fn mapped_executor() -> mapped::Workflow {
+    mapped::Workflow::new(
+        (),
+        Calls {
+            made: AtomicU32::new(0),
+        },
+    )
+}
+
+/// Runs `files` through the mapped workflow, then cuts the run after each
+/// of its records and resumes it: the records are the uncut run's, each
+/// file measured once (live only by a worker turn that started after the
+/// cut), and a replay is identical.
+async fn mapped_resumes_from_every_cut(files: &[&str], output: [&str; 2]) {
+    let ledger = Arc::new(MemoryLedger::new());
+    let wf = mapped_executor().with_ledger(ledger.clone());
+    let done = wf
+        .run(files.iter().map(|f| f.to_string()).collect())
+        .await
+        .unwrap();
+    assert_eq!(done.output, output);
+    assert_eq!(wf.deps().made.load(Ordering::SeqCst), files.len() as u32);
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    ledger.verify_run(run_id).unwrap();
+    let measured: Vec<usize> = whole
+        .iter()
+        .filter(|r| r.turn.as_ref().is_some_and(|t| !t.tool_calls.is_empty()))
+        .map(|r| r.seq as usize)
+        .collect();
+    assert_eq!(measured.len(), files.len(), "{:#?}", lines(&whole));
+    // The map's join, inside the sweep branch, cites each item's outcome
+    // in the list's order (none for an empty list: the mapping turn's one
+    // record).
+    let join: Vec<String> = lines(&whole)
+        .into_iter()
+        .filter(|l| l.contains("sweep -> gather accepted (join of #1 ("))
+        .collect();
+    assert_eq!(join.len(), 1, "{:#?}", lines(&whole));
+    for cut in 1..whole.len() {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        for seq in 0..=cut as u32 {
+            for entry in ledger.tool_calls(run_id, seq).unwrap() {
+                crashed.append_tool_call(run_id, seq, &entry).unwrap();
+            }
+        }
+        let wf = mapped_executor().with_ledger(crashed.clone());
+        let resumed = wf
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("{files:?}: cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "{files:?}: cut after {cut}");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(&whole), "{files:?}: cut after {cut}");
+        assert_eq!(
+            again.iter().map(|r| &r.payload).collect::<Vec<_>>(),
+            whole.iter().map(|r| &r.payload).collect::<Vec<_>>(),
+            "{files:?}: cut after {cut}"
+        );
+        crashed.verify_run(run_id).unwrap();
+        // A worker whose record is written, or whose call is journaled
+        // (its turn cut after the call), is served its call.
+        assert!(
+            wf.deps().made.load(Ordering::SeqCst)
+                <= measured.iter().filter(|&&s| s >= cut).count() as u32,
+            "{files:?}: cut after {cut}"
+        );
+    }
+    let replaying = mapped_executor();
+    let report = replaying.replay(&whole).await.unwrap();
+    assert!(report.is_identical(), "{report}");
+    assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_map_inside_a_branch_joins_its_items_in_order_and_resumes_from_every_cut() {
+    mapped_resumes_from_every_cut(&["abcd", "ab", "abc"], ["[abcd=4 ab=2 abc=3]", "tidy"]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_map_inside_a_branch_handed_no_item_joins_at_once_and_resumes_from_every_cut() {
+    mapped_resumes_from_every_cut(&[], ["[]", "tidy"]).await;
+}
+
+#[test]
+fn max_hops_counts_every_item_of_a_map_inside_a_branch() {
+    // lead; sweep, four workers, gather; style; judge.
+    assert_eq!(mapped::MAX_HOPS, 9);
+}

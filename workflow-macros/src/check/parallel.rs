@@ -459,11 +459,7 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         let from = name(inner.from);
         let branch = name(outer.branches[k]);
         let outer_from = name(outer.from);
-        let why = if inner.map.is_some() {
-            Some(format!(
-                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}` and maps over a list: a map inside a branch is not built yet; fan out with `parallel(..)`, or map after the join"
-            ))
-        } else if inner.quorum.is_some() {
+        let why = if inner.quorum.is_some() {
             Some(format!(
                 "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`: its own fan-out's join waits for a quorum, which is not built inside a branch yet; remove `quorum`"
             ))

@@ -611,6 +611,18 @@ fn turn_items(wf: &Workflow, f: usize, fork: &ForkModel, spec: &syn::Ident) -> T
 
 /// The declarations of fan-out `f`'s branch outcomes, none yet.
 fn out_decls(wf: &Workflow, f: usize, fork: &ForkModel) -> Vec<TokenStream> {
+    // A map inside a branch: one outcome per item, as many as it started
+    // (its variable `__wf_fork_{f}`).
+    if fork.map.is_some() {
+        let o = out_name(f, 0);
+        let a = super::agent::branch_output_alias(&wf.agents[fork.branches[0]]);
+        let fork_var = quote::format_ident!("__wf_fork_{}", f);
+        return vec![quote! {
+            let mut #o: ::workflow_core::__private::Vec<
+                ::workflow_core::__private::Option<::workflow_core::__private::Branch<#a>>,
+            > = (0..#fork_var.branches()).map(|_| ::workflow_core::__private::Option::None).collect();
+        }];
+    }
     (0..fork.branches.len())
         .map(|k| {
             let o = out_name(f, k);
@@ -625,6 +637,18 @@ fn out_decls(wf: &Workflow, f: usize, fork: &ForkModel) -> Vec<TokenStream> {
 
 /// The fields of fan-out `f`'s join input: each branch's outcome.
 fn joined_fields(wf: &Workflow, f: usize, fork: &ForkModel) -> Vec<TokenStream> {
+    if fork.map.is_some() {
+        let (n, o) = (&wf.agents[fork.branches[0]].name, out_name(f, 0));
+        let missing = format!("an item of `{}` ended without an outcome", n.unraw());
+        return vec![quote! {
+            #n: #o
+                .into_iter()
+                .map(|o| o.ok_or_else(|| ::workflow_core::__private::RunError::Protocol(
+                    ::workflow_core::__private::String::from(#missing),
+                )))
+                .collect::<::workflow_core::__private::Result<::workflow_core::__private::Vec<_>, _>>()?
+        }];
+    }
     fork.branches
         .iter()
         .enumerate()
@@ -662,6 +686,14 @@ fn settle_arms(
     agents.iter().map(|&(k, x)| {
         let (xn, xv) = (&wf.agents[x].name, &wf.agents[x].variant);
         let o = out_name(f, k);
+        // A map's outcomes: one per item, its branch.
+        let (o, item) = match fork.map {
+            Some(_) => (
+                quote!(#o[usize::from(__wf_item)]),
+                quote!(let __wf_item = turn.branch();),
+            ),
+            None => (quote!(#o), TokenStream::new()),
+        };
         let a = super::agent::branch_output_alias(&wf.agents[fork.branches[k]]);
         let mut ran = Vec::new();
         let mut recorded = Vec::new();
@@ -699,6 +731,66 @@ fn settle_arms(
                         #edge => #next_var.push(#turn_enum::#yv(
                             run.step_recorded::<#yn::Agent>(&mut #fork_var, branch, depth, seq)?,
                         )),
+                    });
+                }
+                // A map inside the branch: its first item's start now (or,
+                // handed no item, its join), the rest once the round is
+                // settled.
+                (EdgeKind::Start { fork: g, branch: 0 }, _)
+                    if fork.nested.iter().any(|n| n.1 == *g) && r.forks[*g].map.is_some() =>
+                {
+                    let inner = &r.forks[*g];
+                    let stat = quote::format_ident!("__WF_FORK_{}", g);
+                    let slot = nested_slot(*g);
+                    let max = inner.map.unwrap_or(1);
+                    let b0 = &wf.agents[inner.branches[0]].name;
+                    let Some(j) = inner.join else { continue };
+                    let (jn, jv) = (&wf.agents[j].name, &wf.agents[j].variant);
+                    ran.push(quote! {
+                        #xn::Next::Map(items) => {
+                            let (__wf_inner, __wf_first, __wf_rest) = run.fan_out_map_in_branch::<#b0::Agent>(
+                                &mut #fork_var, handing, &#stat, #max, items,
+                            )?;
+                            match __wf_first {
+                                ::workflow_core::__private::Option::Some(__wf_first) => {
+                                    #slot = ::workflow_core::__private::Option::Some((__wf_inner, __wf_first, __wf_rest));
+                                }
+                                ::workflow_core::__private::Option::None => #next_var.push(#turn_enum::#jv(
+                                    run.join_in_branch::<#jn::Agent>(
+                                        &mut #fork_var, __wf_inner, #jn::Joined { #b0: ::workflow_core::__private::Vec::new() },
+                                    )?,
+                                )),
+                            }
+                        }
+                    });
+                    recorded.push(quote! {
+                        #edge => {
+                            let (__wf_inner, __wf_first) = run.map_recorded::<#b0::Agent>(
+                                &mut #fork_var, branch, depth, seq, &#stat,
+                            )?;
+                            let __wf_rest = (1..__wf_inner.branches())
+                                .map(|i| run.recorded_input::<#b0::Agent>(&__wf_inner, i as u16))
+                                .collect::<::workflow_core::__private::Result<::workflow_core::__private::Vec<_>, _>>()?;
+                            #slot = ::workflow_core::__private::Option::Some((__wf_inner, __wf_first, __wf_rest));
+                        }
+                    });
+                }
+                // A map inside the branch handed no item: its join was the
+                // turn's record.
+                (EdgeKind::Join { fork: g }, Target::Agent(j))
+                    if fork.nested.iter().any(|n| n.1 == *g) && r.forks[*g].map.is_some() =>
+                {
+                    let inner = &r.forks[*g];
+                    let stat = quote::format_ident!("__WF_FORK_{}", g);
+                    let b0 = &wf.agents[inner.branches[0]].name;
+                    let (jn, jv) = (&wf.agents[j].name, &wf.agents[j].variant);
+                    recorded.push(quote! {
+                        #edge => {
+                            let __wf_inner = run.empty_map_recorded(&mut #fork_var, branch, depth, seq, &#stat)?;
+                            #next_var.push(#turn_enum::#jv(run.join_in_branch::<#jn::Agent>(
+                                &mut #fork_var, __wf_inner, #jn::Joined { #b0: ::workflow_core::__private::Vec::new() },
+                            )?));
+                        }
                     });
                 }
                 // A fan-out inside the branch: its first start now, the
@@ -740,7 +832,7 @@ fn settle_arms(
         }
         let x_str = xn.unraw().to_string();
         quote! {
-            #turn_enum::#xv(turn) => match run.finish(&mut #fork_var, turn)? {
+            #turn_enum::#xv(turn) => { #item match run.finish(&mut #fork_var, turn)? {
                 ::workflow_core::__private::Finished::Ran(next, handing) => match next {
                     #(#ran)*
                 },
@@ -758,7 +850,7 @@ fn settle_arms(
                         ));
                     }
                 },
-            },
+            } }
         }
     }).collect()
 }
@@ -773,15 +865,25 @@ fn nested_decls(wf: &Workflow, r: &Resolved, fork: &ForkModel, spec: &syn::Ident
             let slot = nested_slot(g);
             let inner = &r.forks[g];
             let b0 = &wf.agents[inner.branches[0]].name;
-            let rest = inner.branches[1..].iter().map(|&b| {
-                let ty = super::input_alias(&wf.agents[b]);
-                quote!(#ty,)
-            });
+            let rest = match inner.map {
+                // A map: the other items.
+                Some(_) => {
+                    let ty = super::input_alias(&wf.agents[inner.branches[0]]);
+                    quote!(::workflow_core::__private::Vec<#ty>)
+                }
+                None => {
+                    let tys = inner.branches[1..].iter().map(|&b| {
+                        let ty = super::input_alias(&wf.agents[b]);
+                        quote!(#ty,)
+                    });
+                    quote!((#(#tys)*))
+                }
+            };
             quote! {
                 let mut #slot: ::workflow_core::__private::Option<(
                     ::workflow_core::__private::ForkRun,
                     ::workflow_core::__private::BranchTurn<'_, #spec, #b0::Agent>,
-                    (#(#rest)*),
+                    #rest,
                 )> = ::workflow_core::__private::Option::None;
             }
         })
@@ -832,14 +934,31 @@ fn nested_run(
     let next = quote::format_ident!("__wf_next_{}", g);
     let (join_name, join_v) = (&wf.agents[join].name, &wf.agents[join].variant);
     let b0v = &wf.agents[inner.branches[0]].variant;
-    let starts = inner.branches.iter().enumerate().skip(1).map(|(i, &b)| {
-        let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
-        let k16 = i as u16;
-        let field = syn::Index::from(i - 1);
-        quote! {
-            #turns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut #fork_var, #k16, __wf_rest.#field)?));
+    let starts: Vec<TokenStream> = match inner.map {
+        // A map: each other item, in the list's order.
+        Some(_) => {
+            let (n, bv) = (&wf.agents[inner.branches[0]].name, &wf.agents[inner.branches[0]].variant);
+            vec![quote! {
+                for (i, item) in __wf_rest.into_iter().enumerate() {
+                    #turns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut #fork_var, (i + 1) as u16, item)?));
+                }
+            }]
         }
-    });
+        None => inner
+            .branches
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, &b)| {
+                let (n, bv) = (&wf.agents[b].name, &wf.agents[b].variant);
+                let k16 = i as u16;
+                let field = syn::Index::from(i - 1);
+                quote! {
+                    #turns.push(#inner_enum::#bv(run.branch::<#n::Agent>(&mut #fork_var, #k16, __wf_rest.#field)?));
+                }
+            })
+            .collect(),
+    };
     let outs = out_decls(wf, g, inner);
     let arms = settle_arms(wf, r, g, inner, &quote!(#fork_var), &quote!(#next));
     let decls = nested_decls(wf, r, inner, spec);

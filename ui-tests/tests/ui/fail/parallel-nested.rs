@@ -1,64 +1,11 @@
-//! Fan-outs inside a branch in the forms not built: a map inside a branch,
-//! and a nested join waiting for a quorum.
-//! (Fan-outs nested deeper are built: `workflow-core/tests/it/parallel_nested.rs`.)
+//! A fan-out inside a branch in the form not built: a nested join waiting
+//! for a quorum. (Nested `parallel(..)` and `map(..)` at any depth are
+//! built: `workflow-core/tests/it/parallel_nested.rs`.)
 
 use workflow_core::prelude::*;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Review(pub bool);
-
-#[workflow(entry = lead, output = Review)]
-mod mapped {
-    use super::*;
-
-    #[handoff]
-    pub struct SecurityAsk {
-        #[contract]
-        pub contract: Contract<authority::Security>,
-    }
-
-    #[handoff]
-    pub struct StyleAsk {
-        #[contract]
-        pub contract: Contract<authority::Style>,
-    }
-
-    #[handoff]
-    pub struct AAsk {
-        #[contract]
-        pub contract: Contract<authority::A>,
-    }
-
-    #[agent(owns = [Lead], to = [parallel(security, style)])]
-    async fn lead(_input: String, _cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Security], to = [map(a, max = 2)])]
-    async fn security(_input: SecurityAsk, _cx: security::Context<'_>) -> Result<security::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [A], to = [inner])]
-    async fn a(_input: AAsk, _cx: a::Context<'_>) -> Result<a::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Inner], join = [a: [Review]], to = [judge])]
-    async fn inner(_views: inner::Joined, _cx: inner::Context<'_>) -> Result<inner::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(owns = [Style], to = [judge])]
-    async fn style(_input: StyleAsk, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
-        todo!()
-    }
-
-    #[agent(join = [security: Review, style: Review], to = [END])]
-    async fn judge(_views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
-        todo!()
-    }
-}
 
 #[workflow(entry = lead, output = Review)]
 mod quorum {
