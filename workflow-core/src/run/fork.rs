@@ -127,9 +127,11 @@ pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
 pub(super) enum BranchState<'x, W: Workflow, A: Agent<W>> {
     /// Its receipt refused it: the body never runs.
     Refused(RejectReason),
-    /// A resumed fan-out: its outcome is recorded (at this sequence
-    /// number), read back instead of running the body again.
-    Recorded(u32),
+    /// A resumed fan-out: its outcome is recorded (at sequence number
+    /// `seq`), read back instead of running the body again. `value`: the
+    /// record is the turn's value handed on (not a failed or cancelled
+    /// turn), which counts toward a quorum as a body that returned one.
+    Recorded { seq: u32, value: bool },
     /// Accepted in a fan-out whose branches run in rounds: its body is
     /// readied at the start of its round ([`Runtime::ready`]). `anchor`:
     /// the hash of the transfer it works on; `resumed`: a resumed turn,
@@ -262,11 +264,19 @@ pub trait BranchBody: Send {
     /// Whether settling the branch writes (or, resumed, reads back) a
     /// record: its receipt accepted it.
     fn writes(&self) -> bool;
+
+    /// Whether the branch, resumed, reads back a turn that returned a
+    /// value: it counts toward a quorum before any body runs.
+    fn recorded_value(&self) -> bool;
 }
 
 impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
     fn writes(&self) -> bool {
         self.accepted()
+    }
+
+    fn recorded_value(&self) -> bool {
+        matches!(self.state, BranchState::Recorded { value: true, .. })
     }
 
     fn cancel(&mut self, reason: &str) {
@@ -317,7 +327,7 @@ pub async fn run_branches(branches: &mut [&mut dyn BranchBody]) {
 pub async fn run_branches_quorum(branches: &mut [&mut dyn BranchBody], quorum: usize) -> usize {
     let cut = run_bodies(branches, Some(quorum)).await;
     if !cut.is_empty() {
-        let reason = format!("the join's quorum of {quorum} done branches was reached first");
+        let reason = quorum_reason(quorum);
         for &i in &cut {
             branches[i].cancel(&reason);
         }
@@ -325,34 +335,50 @@ pub async fn run_branches_quorum(branches: &mut [&mut dyn BranchBody], quorum: u
     cut.len()
 }
 
+/// Why a branch a quorum cut is cancelled (as its outcome and, after
+/// `cancelled: `, its record say).
+pub(super) fn quorum_reason(quorum: usize) -> String {
+    format!("the join's quorum of {quorum} done branches was reached first")
+}
+
+/// The quorum a cancelled branch's `reason` names, if it is one
+/// [`quorum_reason`] wrote.
+pub(super) fn quorum_of(reason: &str) -> Option<usize> {
+    let n = reason
+        .strip_prefix("the join's quorum of ")?
+        .strip_suffix(" done branches was reached first")?;
+    n.parse().ok().filter(|&q| quorum_reason(q) == reason)
+}
+
 /// Polls every body until each has returned or, with a quorum, until that
 /// many have returned a value; the indices of the bodies dropped unfinished.
 async fn run_bodies(branches: &mut [&mut dyn BranchBody], quorum: Option<usize>) -> Vec<usize> {
+    // Resumed, the branches whose value is read back count as done: a
+    // quorum they reach cuts the rest before any is polled.
+    let mut done = branches.iter().filter(|b| b.recorded_value()).count();
+    let reached = |done: usize| quorum.is_some_and(|q| done >= q);
     // A body that has returned is dropped, never polled again.
     let mut bodies: Vec<Option<_>> = branches.iter_mut().map(|b| b.body()).collect();
-    let mut done = 0usize;
     let mut cut = Vec::new();
     std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for slot in bodies.iter_mut() {
-            if let Some(body) = slot {
-                if let std::task::Poll::Ready(value) = body.as_mut().poll(cx) {
+        if !reached(done) {
+            for slot in bodies.iter_mut() {
+                if let Some(body) = slot
+                    && let std::task::Poll::Ready(value) = body.as_mut().poll(cx)
+                {
                     done += usize::from(value);
                     *slot = None;
-                } else {
-                    pending = true;
                 }
             }
         }
-        if pending && quorum.is_some_and(|q| done >= q) {
+        if reached(done) {
             for (i, slot) in bodies.iter_mut().enumerate() {
                 if slot.take().is_some() {
                     cut.push(i);
                 }
             }
-            pending = false;
         }
-        if pending {
+        if bodies.iter().any(Option::is_some) {
             std::task::Poll::Pending
         } else {
             std::task::Poll::Ready(())
@@ -929,7 +955,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             BranchState::Refused(reason) => {
                 return Ok(Finished::Ended(Branch::Rejected { reason }));
             }
-            BranchState::Recorded(seq) => {
+            BranchState::Recorded { seq, .. } => {
                 let Some(entry) = self.transcript.entries.get(seq as usize) else {
                     return Err(RunError::Protocol(format!(
                         "branch {branch}'s record #{seq} is not in the transcript"

@@ -531,7 +531,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             fork.next_outcome = fork.next_outcome.saturating_add(1);
             self.hops += 1;
-            turn.state = BranchState::Recorded(seq);
+            let value = !matches!(
+                self.transcript.receipt(seq as usize),
+                Some(crate::spec::Receipt::TurnFailed { .. })
+            );
+            turn.state = BranchState::Recorded { seq, value };
             return Ok(());
         }
         // A cut branch: its turn again, the calls it made before the crash
@@ -680,6 +684,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             && (RunError::DeadlinePassed { agent, after_ms }).to_string() == error
         {
             return Branch::Cancelled { reason: error };
+        }
+        // Dropped unfinished under a quorum (`finish` records it so).
+        if let Some(reason) = error.strip_prefix("cancelled: ")
+            && super::fork::quorum_of(reason).is_some()
+        {
+            return Branch::Cancelled {
+                reason: reason.to_owned(),
+            };
         }
         Branch::Failed { error }
     }

@@ -623,3 +623,52 @@ fn the_manifest_and_the_diagram_show_the_forks_and_joins() {
         "{judge}"
     );
 }
+
+/// Resumed from every cut, a quorum join ends as the run did: a branch
+/// whose value is read back counts toward the quorum, so a branch the
+/// quorum cut is cut again, not run to its end.
+#[tokio::test(start_paused = true)]
+async fn a_quorum_join_resumed_from_every_cut_counts_the_branches_read_back() {
+    use std::sync::Arc;
+    use workflow_core::ledger::{Ledger, MemoryLedger};
+    let ledger = Arc::new(MemoryLedger::new());
+    let delays = vote::Delays {
+        a: 5,
+        b: 1000,
+        c: 10,
+    };
+    let done = vote::Workflow::new((), ())
+        .with_ledger(ledger.clone())
+        .run(delays.clone())
+        .await
+        .unwrap();
+    assert_eq!(done.output, ["a says yes", CANCELLED, "c says yes"]);
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    for cut in 1..whole.len() {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        let started = tokio::time::Instant::now();
+        let resumed = vote::Workflow::new((), ())
+            .with_ledger(crashed.clone())
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+        // `b` is never waited for: at most `c`'s 10 ms again.
+        assert!(
+            started.elapsed() <= Duration::from_millis(10),
+            "cut after {cut} records: {:?}",
+            started.elapsed()
+        );
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(
+            crate::parallel_rounds::lines(&again),
+            crate::parallel_rounds::lines(&whole),
+            "cut after {cut} records"
+        );
+        crashed.verify_run(run_id).unwrap();
+    }
+}

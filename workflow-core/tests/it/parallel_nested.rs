@@ -1076,3 +1076,248 @@ fn max_hops_counts_every_item_of_a_map_inside_a_branch() {
     // lead; sweep, four workers, gather; style; judge.
     assert_eq!(mapped::MAX_HOPS, 9);
 }
+
+/// A quorum at a nested join: the first of two specialists to answer is
+/// enough, the other is cancelled.
+#[workflow(entry = lead, output = Vec<String>)]
+pub mod quorate {
+    use super::*;
+
+    #[handoff]
+    pub struct AskLook {
+        #[contract]
+        pub contract: Contract<authority::Ask>,
+    }
+
+    #[handoff]
+    pub struct OtherLook {
+        #[contract]
+        pub contract: Contract<authority::Other>,
+    }
+
+    #[handoff]
+    pub struct FastLook {
+        #[contract]
+        pub contract: Contract<authority::Fast>,
+    }
+
+    #[handoff]
+    pub struct SlowLook {
+        #[contract]
+        pub contract: Contract<authority::Slow>,
+    }
+
+    #[agent(to = [parallel(ask, other)])]
+    async fn lead(_go: bool, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 7;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            ask: AskLook {
+                contract: deep_contract(cx.lease(authority::Ask).until_hop(until), cx.hop()),
+            },
+            other: OtherLook {
+                contract: deep_contract(cx.lease(authority::Other).until_hop(until), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [Ask], to = [parallel(fast, slow)])]
+    async fn ask(_ask: AskLook, cx: ask::Context<'_>) -> Result<ask::Next, Reject> {
+        Ok(ask::Next::Parallel(ask::Parallel {
+            fast: FastLook {
+                contract: deep_contract(cx.lease(authority::Fast).as_long_as_mine(), cx.hop()),
+            },
+            slow: SlowLook {
+                contract: deep_contract(cx.lease(authority::Slow).as_long_as_mine(), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [Fast], to = [first])]
+    async fn fast(_ask: FastLook, _cx: fast::Context<'_>) -> Result<fast::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        Ok(fast::Next::First("fast".into()))
+    }
+
+    #[agent(owns = [Slow], to = [first])]
+    async fn slow(_ask: SlowLook, _cx: slow::Context<'_>) -> Result<slow::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(slow::Next::First("slow".into()))
+    }
+
+    #[agent(owns = [First], join = [fast: String, slow: String], quorum = 1, to = [judge])]
+    async fn first(views: first::Joined, _cx: first::Context<'_>) -> Result<first::Next, Reject> {
+        Ok(first::Next::Judge(format!(
+            "{} / {}",
+            shown(&views.fast),
+            shown(&views.slow)
+        )))
+    }
+
+    #[agent(owns = [Other], to = [judge])]
+    async fn other(_ask: OtherLook, _cx: other::Context<'_>) -> Result<other::Next, Reject> {
+        Ok(other::Next::Judge("other".into()))
+    }
+
+    #[agent(owns = [Judge], join = [ask: String, other: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.ask),
+            shown(&views.other),
+        ]))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_quorum_at_a_nested_join_cancels_the_rest_and_resumes_from_every_cut() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let started = tokio::time::Instant::now();
+    let done = quorate::Workflow::new((), ())
+        .with_ledger(ledger.clone())
+        .run(true)
+        .await
+        .unwrap();
+    assert_eq!(
+        done.output,
+        [
+            "fast / cancelled: the join's quorum of 1 done branches was reached first",
+            "other"
+        ]
+    );
+    // The slow branch was dropped when the fast one answered.
+    assert_eq!(started.elapsed(), Duration::from_millis(5));
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    ledger.verify_run(run_id).unwrap();
+    for cut in 1..whole.len() {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        let resumed = quorate::Workflow::new((), ())
+            .with_ledger(crashed.clone())
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(&whole), "cut after {cut} records");
+        crashed.verify_run(run_id).unwrap();
+    }
+    let report = quorate::Workflow::new((), ()).replay(&whole).await.unwrap();
+    assert!(report.is_identical(), "{report}");
+}
+
+/// A map inside a branch whose join goes on once two items are done.
+#[workflow(entry = lead, output = Vec<String>)]
+pub mod first_two_inside {
+    use super::*;
+
+    #[handoff]
+    pub struct SweepLook {
+        #[contract]
+        pub contract: Contract<authority::Sweep>,
+        pub waits: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct StyleLook {
+        #[contract]
+        pub contract: Contract<authority::Style>,
+    }
+
+    #[handoff]
+    pub struct Job {
+        #[contract]
+        pub contract: Contract<authority::Work>,
+        pub wait: u64,
+    }
+
+    #[agent(to = [parallel(sweep, style)])]
+    async fn lead(waits: Vec<u64>, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 9;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            sweep: SweepLook {
+                contract: deep_contract(cx.lease(authority::Sweep).until_hop(until), cx.hop()),
+                waits,
+            },
+            style: StyleLook {
+                contract: deep_contract(cx.lease(authority::Style).until_hop(until), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [Sweep], to = [map(worker, max = 4)])]
+    async fn sweep(ask: SweepLook, cx: sweep::Context<'_>) -> Result<sweep::Next, Reject> {
+        let jobs = ask.waits.into_iter().map(|wait| Job {
+            contract: deep_contract(cx.lease(authority::Work).as_long_as_mine(), cx.hop()),
+            wait,
+        });
+        Ok(sweep::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Work], to = [gather])]
+    async fn worker(job: Job, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        tokio::time::sleep(Duration::from_millis(job.wait)).await;
+        Ok(worker::Next::Gather(format!("{}ms", job.wait)))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [String]], quorum = 2, to = [judge])]
+    async fn gather(all: gather::Joined, _cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+        let seen: Vec<String> = all.worker.iter().map(shown).collect();
+        Ok(gather::Next::Judge(seen.join(" | ")))
+    }
+
+    #[agent(owns = [Style], to = [judge])]
+    async fn style(_ask: StyleLook, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
+        Ok(style::Next::Judge("tidy".into()))
+    }
+
+    #[agent(owns = [Judge], join = [sweep: String, style: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.sweep),
+            shown(&views.style),
+        ]))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_map_inside_a_branch_under_a_quorum_keeps_list_order_and_resumes_from_every_cut() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let started = tokio::time::Instant::now();
+    let done = first_two_inside::Workflow::new((), ())
+        .with_ledger(ledger.clone())
+        .run(vec![300, 20, 10, 500])
+        .await
+        .unwrap();
+    const CUT: &str = "cancelled: the join's quorum of 2 done branches was reached first";
+    assert_eq!(
+        done.output,
+        [format!("{CUT} | 20ms | 10ms | {CUT}"), "tidy".to_owned()]
+    );
+    // The two slow items were dropped once the two fast ones answered.
+    assert_eq!(started.elapsed(), Duration::from_millis(20));
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    ledger.verify_run(run_id).unwrap();
+    for cut in 1..whole.len() {
+        let crashed = Arc::new(MemoryLedger::new());
+        for r in whole.iter().take(cut) {
+            crashed.append(r).unwrap();
+        }
+        let resumed = first_two_inside::Workflow::new((), ())
+            .with_ledger(crashed.clone())
+            .resume(run_id)
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(resumed.output, done.output, "cut after {cut} records");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(&whole), "cut after {cut} records");
+        crashed.verify_run(run_id).unwrap();
+    }
+    let report = first_two_inside::Workflow::new((), ())
+        .replay(&whole)
+        .await
+        .unwrap();
+    assert!(report.is_identical(), "{report}");
+}

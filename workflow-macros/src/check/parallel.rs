@@ -142,10 +142,25 @@ impl ForkModel {
     }
 }
 
+/// The graphs the workflow rules analyse, each fan-out drawn as the chain
+/// of turns it takes.
+pub struct Chains {
+    /// For reachability and ends.
+    pub analysis: Graph,
+    /// For loops: `analysis` without the handoffs into a branch from
+    /// outside it (reported as such).
+    pub loops: Graph,
+    /// The token of each edge of `loops`.
+    pub loop_tokens: Vec<Ident>,
+    /// The kind of each edge of the declared graph.
+    pub kinds: Vec<EdgeKind>,
+    /// The graph whose longest walk is `MAX_HOPS` (each map's receiver
+    /// drawn once per possible item).
+    pub counting: Graph,
+}
+
 /// Checks every fan-out and join, marks the edges of each, adds each join's
-/// edge, and returns the graph to analyse (with the token of each of its
-/// edges), and the graph whose longest walk is `MAX_HOPS` (each map's
-/// receiver drawn once per possible item).
+/// edge, and returns the graphs to analyse.
 pub fn resolve(
     cx: &Ctxt,
     wf: &Workflow,
@@ -153,7 +168,7 @@ pub fn resolve(
     tokens: &mut Vec<Ident>,
     mut kinds: Vec<EdgeKind>,
     forks: &mut [ForkModel],
-) -> (Graph, Vec<Ident>, Vec<EdgeKind>, Graph) {
+) -> Chains {
     let name = |a: usize| wf.agents[a].name.unraw().to_string();
     let mut used_joins = vec![false; wf.agents.len()];
     // Every fan-out's join first: a fan-out inside a branch is followed
@@ -284,15 +299,22 @@ pub fn resolve(
             cx.error_spanned_by(&tokens[i], what);
         }
     }
-    let (analysis, analysis_tokens) = chains(graph, tokens, &kinds, forks, false);
-    let (counting, _) = chains(graph, tokens, &kinds, forks, true);
-    (analysis, analysis_tokens, kinds, counting)
+    let (analysis, _) = chains(graph, tokens, &kinds, forks, false, true);
+    let (loops, loop_tokens) = chains(graph, tokens, &kinds, forks, false, false);
+    let (counting, _) = chains(graph, tokens, &kinds, forks, true, true);
+    Chains {
+        analysis,
+        loops,
+        loop_tokens,
+        kinds,
+        counting,
+    }
 }
 
 /// Branch by branch: the agents its turns hand on to (its region), its
 /// edges to the join (marked as its outcomes), and the rules: a branch
 /// hands on inside itself or to its join only (never to `END`, back to the
-/// fan-out's agent, or into another branch), starts no fan-out of its own,
+/// fan-out's agent, or into another branch), joins inside itself any fan-out it starts,
 /// reaches its join; a map's or a quorum's branches take one turn.
 #[allow(clippy::too_many_arguments)]
 fn resolve_regions(
@@ -440,10 +462,11 @@ fn resolve_regions(
     }
 }
 
-/// A fan-out inside a branch of another (nested, at any depth): a
-/// `parallel(..)` whose join waits for every branch, its join in the same
-/// branch. Marks each nested fan-out, and the outer one unclean when a
-/// nested one is.
+/// A fan-out inside a branch of another (nested, at any depth): its join
+/// in the same branch. Marks each nested fan-out, and the outer one unclean
+/// when a nested one is. (A join outside the branch is reported first as
+/// the branch entered or crossed; the check stays so that codegen never
+/// sees one.)
 fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
     let name = |a: usize| wf.agents[a].name.unraw().to_string();
     let pairs: Vec<(usize, usize, usize)> = forks
@@ -459,11 +482,7 @@ fn check_nesting(cx: &Ctxt, wf: &Workflow, forks: &mut [ForkModel]) {
         let from = name(inner.from);
         let branch = name(outer.branches[k]);
         let outer_from = name(outer.from);
-        let why = if inner.quorum.is_some() {
-            Some(format!(
-                "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`: its own fan-out's join waits for a quorum, which is not built inside a branch yet; remove `quorum`"
-            ))
-        } else if inner.join.is_some_and(|j| outer.branch_of(j) != Some(k)) {
+        let why = if inner.join.is_some_and(|j| outer.branch_of(j) != Some(k)) {
             Some(format!(
                 "agent `{from}` is in branch `{branch}` of the fan-out of `{outer_from}`, and the join of its own fan-out is not in that branch: a fan-out inside a branch is joined inside it; give the branch a join of its own"
             ))
@@ -599,11 +618,24 @@ fn chains(
     kinds: &[EdgeKind],
     forks: &[ForkModel],
     expand: bool,
+    entering: bool,
 ) -> (Graph, Vec<Ident>) {
     let mut agents = graph.agents;
     let mut edges = Vec::new();
     let mut out_tokens = Vec::new();
     for (i, e) in graph.edges.iter().enumerate() {
+        // A handoff into a branch from outside it is reported (above): in
+        // the chains it would close loops the graph does not have, so the
+        // graph loops are looked for on leaves it out.
+        if !entering
+            && let Target::Agent(to) = e.to
+            && forks.iter().any(|f| {
+                f.branch_of(to)
+                    .is_some_and(|k| !f.regions[k].contains(&e.from))
+            })
+        {
+            continue;
+        }
         if kinds.get(i).is_none_or(|k| *k == EdgeKind::Plain) {
             edges.push(*e);
             out_tokens.push(tokens[i].clone());

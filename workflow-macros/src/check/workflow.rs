@@ -50,8 +50,13 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
     let (mut graph, mut edge_tokens, kinds, mut forks, all_resolved) =
         resolve_edges(cx, wf, entry.unwrap_or(0));
     // The rules below analyse each fan-out as the chain of turns it takes.
-    let (analysis, analysis_tokens, kinds, counting) =
-        super::parallel::resolve(cx, wf, &mut graph, &mut edge_tokens, kinds, &mut forks);
+    let super::parallel::Chains {
+        analysis,
+        loops,
+        loop_tokens,
+        kinds,
+        counting,
+    } = super::parallel::resolve(cx, wf, &mut graph, &mut edge_tokens, kinds, &mut forks);
     // Reachability and ends are only meaningful on the graph as declared:
     // with a bad entry or target they would report the same mistake again.
     let all_parsed = wf.agents.iter().all(|a| !a.args.incomplete);
@@ -60,7 +65,7 @@ pub fn check(cx: &Ctxt, wf: &Workflow) -> Option<Resolved> {
         check_ends(cx, wf, &analysis);
         check_hop_cap_reaches_end(cx, wf, &analysis);
     }
-    check_unbounded_loops(cx, wf, &analysis, &analysis_tokens);
+    check_unbounded_loops(cx, wf, &loops, &loop_tokens);
     // A handoff returned to its sender gives the sender one more turn, at
     // most `max` times per receiver and run.
     let returns: u64 = wf

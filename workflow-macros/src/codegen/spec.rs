@@ -973,6 +973,15 @@ fn nested_run(
     );
     let fields = joined_fields(wf, g, inner);
     let n = inner.branches.len();
+    // Its branches at once; under a quorum (branches of one turn), until
+    // that many are done.
+    let run_bodies = match inner.quorum {
+        Some(q) => {
+            let q = q as usize;
+            quote!(::workflow_core::__private::run_branches_quorum(&mut bodies, #q).await;)
+        }
+        None => quote!(::workflow_core::__private::run_branches(&mut bodies).await;),
+    };
     quote! {
         if let ::workflow_core::__private::Option::Some((mut #fork_var, __wf_first, __wf_rest)) = #slot.take() {
             run.nested_starts(&#outer_fork, &mut #fork_var);
@@ -989,7 +998,7 @@ fn nested_run(
                 {
                     let mut bodies: ::workflow_core::__private::Vec<&mut dyn ::workflow_core::__private::BranchBody> =
                         #turns.iter_mut().map(|t| t.body()).collect();
-                    ::workflow_core::__private::run_branches(&mut bodies).await;
+                    #run_bodies
                 }
                 let mut #next = ::workflow_core::__private::Vec::with_capacity(#turns.len());
                 for turn in #turns {

@@ -1,6 +1,9 @@
-//! A fan-out inside a branch in the form not built: a nested join waiting
-//! for a quorum. (Nested `parallel(..)` and `map(..)` at any depth are
-//! built: `workflow-core/tests/it/parallel_nested.rs`.)
+//! A nested join entered from another branch: `security` fans out to `a`
+//! and `b` inside the outer fan-out's branch `security`, and `style`, in
+//! the other branch, hands off to their join `inner` too. Reported as the
+//! crossing it is, and as nothing else (no loop through the fan-out).
+//! (Nested `parallel(..)` and `map(..)` at any depth, their joins under a
+//! quorum or not, are built: `workflow-core/tests/it/parallel_nested.rs`.)
 
 use workflow_core::prelude::*;
 
@@ -8,7 +11,7 @@ use workflow_core::prelude::*;
 pub struct Review(pub bool);
 
 #[workflow(entry = lead, output = Review)]
-mod quorum {
+mod outside {
     use super::*;
 
     #[handoff]
@@ -55,12 +58,12 @@ mod quorum {
         todo!()
     }
 
-    #[agent(owns = [Inner], join = [a: Review, b: Review], quorum = 1, to = [judge])]
+    #[agent(owns = [Inner], join = [a: Review, b: Review], to = [judge])]
     async fn inner(_views: inner::Joined, _cx: inner::Context<'_>) -> Result<inner::Next, Reject> {
         todo!()
     }
 
-    #[agent(owns = [Style], to = [judge])]
+    #[agent(owns = [Style], to = [inner])]
     async fn style(_input: StyleAsk, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
         todo!()
     }
