@@ -77,13 +77,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         B::Input: Serialize + DeserializeOwned,
     {
-        let Some(&at) = fork.heads.get(usize::from(branch)) else {
-            return Err(RunError::Protocol(format!(
-                "branch {branch} of the fan-out of #{} is not one of its branches",
-                fork.at()
-            )));
-        };
-        let mut run = self.open_inner(fork, inner, branch, depth, at)?;
+        let at = self.head_of(fork, branch)?;
+        let run = self.open_inner(fork, inner, branch, depth, at)?;
+        self.first_recorded::<B>(run, seq, at)
+    }
+
+    /// The first branch's turn of resumed nested fan-out `run` (opened
+    /// again over fan-out `#at`), read back from its start, which must be
+    /// record `seq`.
+    fn first_recorded<B: Agent<W>>(
+        &mut self,
+        mut run: ForkRun,
+        seq: u32,
+        at: u32,
+    ) -> Result<(ForkRun, BranchTurn<'x, W, B>), RunError>
+    where
+        B::Input: Serialize + DeserializeOwned,
+    {
         let first = run.resume.as_ref().and_then(|r| r.starts.first());
         if first.map(|(s, _)| *s) != Some(seq) {
             return Err(RunError::Resume(format!(
@@ -206,17 +216,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .as_ref()
             .and_then(|r| r.nested.iter().find(|n| n.at == at))
             .map_or(0, |n| n.starts.len());
-        let mut run = self.open_inner_sized(fork, inner, (branch, depth, at), Some(items))?;
-        let first = run.resume.as_ref().and_then(|r| r.starts.first());
-        if first.map(|(s, _)| *s) != Some(seq) {
-            return Err(RunError::Resume(format!(
-                "run {}: record #{seq} is not the first start of the fan-out of #{at}",
-                self.transcript.run_id
-            )));
-        }
-        let input = self.recorded_input::<B>(&run, 0)?;
-        let first = self.branch::<B>(&mut run, 0, input)?;
-        Ok((run, first))
+        let run = self.open_inner_sized(fork, inner, (branch, depth, at), Some(items))?;
+        self.first_recorded::<B>(run, seq, at)
     }
 
     /// A resumed map inside a branch that was handed no item: its join,
