@@ -280,6 +280,52 @@ fn executor() -> nested::Workflow {
     )
 }
 
+/// Run `run_id`'s ledger as a crash after its first `cut` records left
+/// it: those records, and the tool calls journaled up to the cut.
+fn crashed_at(
+    ledger: &MemoryLedger,
+    whole: &[LedgerRecord],
+    run_id: u64,
+    cut: usize,
+) -> Arc<MemoryLedger> {
+    let crashed = Arc::new(MemoryLedger::new());
+    for r in whole.iter().take(cut) {
+        crashed.append(r).unwrap();
+    }
+    for seq in 0..=cut as u32 {
+        for entry in ledger.tool_calls(run_id, seq).unwrap() {
+            crashed.append_tool_call(run_id, seq, &entry).unwrap();
+        }
+    }
+    crashed
+}
+
+/// Cuts run `run_id` (its records `whole`) after each record and resumes
+/// it with `resume` on the cut ledger: each resumed run ends with `output`,
+/// writes the records the run wrote, and verifies.
+async fn resumes_like_the_run<O, F, R>(
+    ledger: &MemoryLedger,
+    whole: &[LedgerRecord],
+    run_id: u64,
+    output: &O,
+    resume: F,
+) where
+    O: PartialEq + std::fmt::Debug,
+    F: Fn(Arc<MemoryLedger>) -> R,
+    R: std::future::Future<Output = Result<workflow_core::Completed<O>, workflow_core::Aborted>>,
+{
+    for cut in 1..whole.len() {
+        let crashed = crashed_at(ledger, whole, run_id, cut);
+        let resumed = resume(crashed.clone())
+            .await
+            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(&resumed.output, output, "cut after {cut} records");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(whole), "cut after {cut} records");
+        crashed.verify_run(run_id).unwrap();
+    }
+}
+
 #[test]
 fn max_hops_counts_the_nested_fan_outs_turns() {
     // lead; review, security, performance, panel, summarize; style; judge.
@@ -383,15 +429,7 @@ async fn resumes_from_every_cut(change: &str, scanned: Option<usize>) {
         )
     };
     for cut in 1..whole.len() {
-        let crashed = Arc::new(MemoryLedger::new());
-        for r in whole.iter().take(cut) {
-            crashed.append(r).unwrap();
-        }
-        for seq in 0..=cut as u32 {
-            for entry in ledger.tool_calls(run_id, seq).unwrap() {
-                crashed.append_tool_call(run_id, seq, &entry).unwrap();
-            }
-        }
+        let crashed = crashed_at(&ledger, &whole, run_id, cut);
         crashed
             .verify_run(run_id)
             .unwrap_or_else(|e| panic!("{change}: cut after {cut} records: {e}"));
@@ -864,15 +902,7 @@ async fn fan_outs_two_levels_deep_run_resume_from_every_cut_and_replay() {
         .position(|r| r.turn.as_ref().is_some_and(|t| !t.tool_calls.is_empty()))
         .expect("the count is recorded");
     for cut in 1..whole.len() {
-        let crashed = Arc::new(MemoryLedger::new());
-        for r in whole.iter().take(cut) {
-            crashed.append(r).unwrap();
-        }
-        for seq in 0..=cut as u32 {
-            for entry in ledger.tool_calls(run_id, seq).unwrap() {
-                crashed.append_tool_call(run_id, seq, &entry).unwrap();
-            }
-        }
+        let crashed = crashed_at(&ledger, &whole, run_id, cut);
         let wf = deep_executor().with_ledger(crashed.clone());
         let resumed = wf
             .resume(run_id)
@@ -1024,15 +1054,7 @@ async fn mapped_resumes_from_every_cut(files: &[&str], output: [&str; 2]) {
         .collect();
     assert_eq!(join.len(), 1, "{:#?}", lines(&whole));
     for cut in 1..whole.len() {
-        let crashed = Arc::new(MemoryLedger::new());
-        for r in whole.iter().take(cut) {
-            crashed.append(r).unwrap();
-        }
-        for seq in 0..=cut as u32 {
-            for entry in ledger.tool_calls(run_id, seq).unwrap() {
-                crashed.append_tool_call(run_id, seq, &entry).unwrap();
-            }
-        }
+        let crashed = crashed_at(&ledger, &whole, run_id, cut);
         let wf = mapped_executor().with_ledger(crashed.clone());
         let resumed = wf
             .resume(run_id)
@@ -1188,21 +1210,19 @@ async fn a_quorum_at_a_nested_join_cancels_the_rest_and_resumes_from_every_cut()
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
     ledger.verify_run(run_id).unwrap();
-    for cut in 1..whole.len() {
-        let crashed = Arc::new(MemoryLedger::new());
-        for r in whole.iter().take(cut) {
-            crashed.append(r).unwrap();
-        }
-        let resumed = quorate::Workflow::new((), ())
-            .with_ledger(crashed.clone())
-            .resume(run_id)
-            .await
-            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
-        assert_eq!(resumed.output, done.output, "cut after {cut} records");
-        let again = crashed.records(run_id).unwrap();
-        assert_eq!(lines(&again), lines(&whole), "cut after {cut} records");
-        crashed.verify_run(run_id).unwrap();
-    }
+    resumes_like_the_run(
+        &ledger,
+        &whole,
+        run_id,
+        &done.output,
+        |crashed| async move {
+            quorate::Workflow::new((), ())
+                .with_ledger(crashed)
+                .resume(run_id)
+                .await
+        },
+    )
+    .await;
     let report = quorate::Workflow::new((), ()).replay(&whole).await.unwrap();
     assert!(report.is_identical(), "{report}");
 }
@@ -1300,21 +1320,19 @@ async fn a_map_inside_a_branch_under_a_quorum_keeps_list_order_and_resumes_from_
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
     ledger.verify_run(run_id).unwrap();
-    for cut in 1..whole.len() {
-        let crashed = Arc::new(MemoryLedger::new());
-        for r in whole.iter().take(cut) {
-            crashed.append(r).unwrap();
-        }
-        let resumed = first_two_inside::Workflow::new((), ())
-            .with_ledger(crashed.clone())
-            .resume(run_id)
-            .await
-            .unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
-        assert_eq!(resumed.output, done.output, "cut after {cut} records");
-        let again = crashed.records(run_id).unwrap();
-        assert_eq!(lines(&again), lines(&whole), "cut after {cut} records");
-        crashed.verify_run(run_id).unwrap();
-    }
+    resumes_like_the_run(
+        &ledger,
+        &whole,
+        run_id,
+        &done.output,
+        |crashed| async move {
+            first_two_inside::Workflow::new((), ())
+                .with_ledger(crashed)
+                .resume(run_id)
+                .await
+        },
+    )
+    .await;
     let report = first_two_inside::Workflow::new((), ())
         .replay(&whole)
         .await
