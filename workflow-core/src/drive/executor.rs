@@ -35,6 +35,8 @@ pub struct Executor<W: Workflow> {
     lease_ttl: std::time::Duration,
     mode: crate::spec::Mode,
     revocations: std::sync::Arc<crate::spec::Revocations>,
+    /// How large the last run grew: what the next one reserves at once.
+    sizes: crate::run::RunSizes,
 }
 
 /// How long a run's lease lasts after each write made under it, unless
@@ -60,6 +62,7 @@ impl<W: Workflow> Executor<W> {
             lease_ttl: DEFAULT_LEASE_TTL,
             mode: crate::spec::Mode::Enforce,
             revocations: std::sync::Arc::default(),
+            sizes: crate::run::RunSizes::default(),
         }
     }
 
@@ -152,6 +155,7 @@ impl<W: Workflow> Executor<W> {
             lease_ttl_ms: u64::try_from(self.lease_ttl.as_millis()).unwrap_or(u64::MAX),
             mode: self.mode,
             revocations: Some(&self.revocations),
+            sizes: Some(&self.sizes),
         }
     }
 
@@ -685,6 +689,7 @@ impl<W: Workflow> Executor<W> {
         // the run's future holds the session once.
         let mut session = self.start(input);
         let ended = session.drive().await;
+        self.sizes.note(&session.run.transcript);
         session.ended(ended)
     }
 

@@ -251,6 +251,12 @@ impl EarlierLog {
         self.turns += u32::from(turn.is_some());
     }
 
+    /// Room for `transfers` more transfers (a run as large as the
+    /// executor's last).
+    pub(crate) fn reserve(&mut self, transfers: usize) {
+        self.transfers.reserve_exact(transfers);
+    }
+
     /// Turns logged so far.
     pub(crate) fn turn_count(&self) -> u32 {
         self.turns

@@ -33,4 +33,5 @@ pub use runtime::*;
 pub use tool_call::*;
 pub use tool_loop::*;
 pub use toolset::*;
+pub(crate) use transcript::RunSizes;
 pub use transcript::*;

@@ -44,6 +44,8 @@ pub(crate) struct Limits<'x> {
     pub(crate) mode: crate::spec::Mode,
     /// The leases revoked (`Executor::revoke`).
     pub(crate) revocations: Option<&'x Arc<crate::spec::Revocations>>,
+    /// How large the executor's last run grew: what a new run reserves.
+    pub(crate) sizes: Option<&'x crate::run::transcript::RunSizes>,
 }
 
 /// Where a run stands, given to the executor's progress callback
@@ -192,7 +194,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             max_hops: limits.max_hops,
             clock: clock(),
             started: clock().raw(),
-            transcript: Transcript::new(run_id, W::GRAPH),
+            transcript: match limits.sizes.and_then(|s| s.last()) {
+                Some(sizes) => Transcript::sized(run_id, W::GRAPH, sizes),
+                None => Transcript::new(run_id, W::GRAPH),
+            },
             ledger: limits.ledger,
             limits,
             shared: Arc::new(RunShared {
@@ -246,6 +251,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// has a ledger.
     pub(crate) fn fresh(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
         let mut run = Runtime::new(root, deps, limits);
+        // Room for a run as large as the executor's last, at once (its
+        // transcript's entries and bytes reserved in `numbered`).
+        if let Some((records, _)) = limits.sizes.and_then(|s| s.last()) {
+            run.transcript.reserve_sender_scopes(records);
+            run.shared.earlier().reserve(records);
+        }
         run.pin_root();
         if let Some(ledger) = limits.ledger {
             let lease = crate::ledger::Lease::fresh(

@@ -64,6 +64,42 @@ pub(crate) struct ScopeAt {
     kind: u8,
 }
 
+/// How large an executor's last run grew (its records and their payload
+/// bytes): what its next run reserves at once, so that a run like the last
+/// never regrows its per-transfer tables or its payload bytes and holds
+/// about what it needs. Read and written without a lock (the executor's
+/// runs may run at once: any one's size will do).
+#[derive(Debug, Default)]
+pub(crate) struct RunSizes {
+    records: std::sync::atomic::AtomicU32,
+    bytes: std::sync::atomic::AtomicU32,
+}
+
+impl RunSizes {
+    /// The most records a run reserves for from a hint (a longer run grows
+    /// its tables as it goes).
+    const MAX_RECORDS: u32 = 4096;
+    /// The most payload bytes a run reserves from a hint.
+    const MAX_BYTES: u32 = 1 << 20;
+
+    /// The last run's records and payload bytes (capped); `None` before a
+    /// run ended.
+    pub(crate) fn last(&self) -> Option<(usize, usize)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let records = self.records.load(Relaxed);
+        (records > 0).then(|| (records as usize, self.bytes.load(Relaxed) as usize))
+    }
+
+    /// Notes the size of a run that ended with `transcript`.
+    pub(crate) fn note(&self, transcript: &Transcript) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let records = u32::try_from(transcript.entries.len()).unwrap_or(u32::MAX);
+        let bytes = u32::try_from(transcript.bytes.len()).unwrap_or(u32::MAX);
+        self.records.store(records.min(Self::MAX_RECORDS), Relaxed);
+        self.bytes.store(bytes.min(Self::MAX_BYTES), Relaxed);
+    }
+}
+
 /// Every transfer of one run, in order: the executor's witness.
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -94,14 +130,25 @@ pub struct Transcript {
 
 impl Transcript {
     pub(crate) fn new(run_id: u64, graph: &'static crate::spec::Graph) -> Self {
+        // Sized for a short run and grown by half as it goes
+        // (`payloads::push_grown`, `Payloads::tail`), not reserved for the
+        // longest one.
+        Transcript::sized(run_id, graph, (16, 512))
+    }
+
+    /// An empty transcript with room for `records` transfers and `bytes`
+    /// of their payloads (a run as large as the executor's last,
+    /// [`RunSizes`]).
+    pub(crate) fn sized(
+        run_id: u64,
+        graph: &'static crate::spec::Graph,
+        (records, bytes): (usize, usize),
+    ) -> Self {
         Transcript {
             run_id,
             graph,
-            // Sized for a short run and grown by half as it goes
-            // (`payloads::push_grown`, `Payloads::tail`), not reserved for
-            // the longest one.
-            entries: Vec::with_capacity(16),
-            bytes: crate::run::Payloads::with_capacity(512),
+            entries: Vec::with_capacity(records),
+            bytes: crate::run::Payloads::with_capacity(bytes),
             notes: Vec::new(),
             turns: Vec::new(),
             root: None,
@@ -109,6 +156,12 @@ impl Transcript {
             sender_scopes: Vec::new(),
             lineage: Vec::new(),
         }
+    }
+
+    /// Room for the scopes of `records` transfers' senders (a run as large
+    /// as the executor's last).
+    pub(crate) fn reserve_sender_scopes(&mut self, records: usize) {
+        self.sender_scopes.reserve_exact(records);
     }
 
     /// Gives back what the run reserved and did not use (the up-front
@@ -427,5 +480,76 @@ impl crate::llm::RecordedModel {
     /// The replies recorded in a run's transcript.
     pub fn from_transcript(transcript: &Transcript) -> Self {
         crate::llm::RecordedModel::from_turns(transcript.turns().map(|(_, t)| t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static GRAPH: crate::spec::Graph = crate::spec::Graph {
+        name: "sizes",
+        agents: &[],
+        edges: &[],
+        tools: &[],
+        input: "()",
+        output: "()",
+        max_hops: 0,
+    };
+
+    /// A transcript of `records` transfers of `each` payload bytes.
+    fn grown(records: usize, each: usize) -> Transcript {
+        let mut t = Transcript::new(1, &GRAPH);
+        for _ in 0..records {
+            let start = t.bytes.len() as u32;
+            t.bytes.extend_from_slice(&vec![0; each]);
+            crate::run::payloads::push_grown(
+                &mut t.entries,
+                Entry {
+                    hop: 0,
+                    edge: 0,
+                    status: Status::Accepted,
+                    redelivery: false,
+                    format: crate::spec::PayloadFormat::Msgpack,
+                    start,
+                    end: t.bytes.len() as u32,
+                    at_us: 0,
+                },
+            );
+        }
+        t
+    }
+
+    #[test]
+    fn a_run_reserves_what_the_last_run_took() {
+        let sizes = RunSizes::default();
+        assert_eq!(sizes.last(), None, "no run has ended yet");
+        let last = grown(21, 140);
+        // Grown by half as it went: more room than it took.
+        assert!(last.entries.capacity() > 21);
+        sizes.note(&last);
+        assert_eq!(sizes.last(), Some((21, 21 * 140)));
+        let next = Transcript::sized(2, &GRAPH, sizes.last().unwrap());
+        assert_eq!(next.entries.capacity(), 21);
+        assert_eq!(next.bytes.len(), 0);
+        // The next run's 21 transfers fit without growing either table.
+        let mut next = next;
+        for _ in 0..21 {
+            let tail = next.bytes.tail();
+            let room = tail.capacity() - tail.len();
+            assert!(room >= 140, "{room} bytes of room left");
+            tail.extend_from_slice(&[0; 140]);
+        }
+        assert_eq!(next.bytes.len(), 21 * 140);
+    }
+
+    #[test]
+    fn a_very_long_run_is_not_reserved_for_whole() {
+        let sizes = RunSizes::default();
+        sizes.note(&grown(5000, 300));
+        assert_eq!(
+            sizes.last(),
+            Some((RunSizes::MAX_RECORDS as usize, RunSizes::MAX_BYTES as usize))
+        );
     }
 }
