@@ -1558,6 +1558,21 @@ async fn a_nested_quorum_reached_by_the_items_read_back_keeps_the_calls_the_cut_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_nested_quorum_counts_a_value_its_post_condition_refuses_when_resumed_too() {
+    // The first item's body returns at 1 ms (counted: the post-condition
+    // is checked when its outcome is recorded), the second's at 10 ms: the
+    // third is cut.
+    picky_resumes_from_every_cut(
+        &["post:1", "ok:10", "ok:1000"],
+        &format!(
+            "failed: agent `worker` broke post-condition `!matches!(out, worker::Next::Gather(s) if s.starts_with(\"post\"))`: an item's answer is never `post` | ok:10 | {QUORUM_CUT}"
+        ),
+        10,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_nested_quorum_does_not_count_refused_failed_or_timed_out_items() {
     // Refused at its receipt and failed: neither counts, the two others
     // both run to their end.
