@@ -1616,3 +1616,188 @@ async fn a_nested_map_over_its_bound_fails_the_mapping_turn_and_resumes_from_eve
     )
     .await;
 }
+
+/// Two outer branches, each mapping inside itself: the left map waits for
+/// every item, the right one for the first.
+#[workflow(entry = lead, output = Vec<String>, deps = Calls)]
+pub mod twin {
+    use super::*;
+
+    #[handoff]
+    pub struct LeftLook {
+        #[contract]
+        pub contract: Contract<authority::Left>,
+        pub waits: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct RightLook {
+        #[contract]
+        pub contract: Contract<authority::Right>,
+        pub waits: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct LeftJob {
+        #[contract]
+        pub contract: Contract<authority::LeftWork>,
+        pub wait: u64,
+    }
+
+    #[handoff]
+    pub struct RightJob {
+        #[contract]
+        pub contract: Contract<authority::RightWork>,
+        pub wait: u64,
+    }
+
+    #[tool(effect = read)]
+    async fn measure(wait: u64, calls: &Calls) -> Result<u64, ToolError> {
+        calls.made.fetch_add(1, Ordering::SeqCst);
+        Ok(wait)
+    }
+
+    #[agent(to = [parallel(left, right)])]
+    async fn lead(
+        waits: (Vec<u64>, Vec<u64>),
+        cx: lead::Context<'_>,
+    ) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 10;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            left: LeftLook {
+                contract: deep_contract(cx.lease(authority::Left).until_hop(until), cx.hop()),
+                waits: waits.0,
+            },
+            right: RightLook {
+                contract: deep_contract(cx.lease(authority::Right).until_hop(until), cx.hop()),
+                waits: waits.1,
+            },
+        }))
+    }
+
+    #[agent(owns = [Left], to = [map(lw, max = 3)])]
+    async fn left(ask: LeftLook, cx: left::Context<'_>) -> Result<left::Next, Reject> {
+        let jobs = ask.waits.into_iter().map(|wait| LeftJob {
+            contract: deep_contract(cx.lease(authority::LeftWork).as_long_as_mine(), cx.hop()),
+            wait,
+        });
+        Ok(left::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Right], to = [map(rw, max = 2)])]
+    async fn right(ask: RightLook, cx: right::Context<'_>) -> Result<right::Next, Reject> {
+        let jobs = ask.waits.into_iter().map(|wait| RightJob {
+            contract: deep_contract(cx.lease(authority::RightWork).as_long_as_mine(), cx.hop()),
+            wait,
+        });
+        Ok(right::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [LeftWork], tools = [measure], to = [lg])]
+    async fn lw(job: LeftJob, cx: lw::Context<'_>) -> Result<lw::Next, Reject> {
+        let n = cx.call(tools::measure, job.wait).await?;
+        tokio::time::sleep(Duration::from_millis(n)).await;
+        Ok(lw::Next::Lg(format!("l{n}")))
+    }
+
+    #[agent(owns = [RightWork], tools = [measure], to = [rg])]
+    async fn rw(job: RightJob, cx: rw::Context<'_>) -> Result<rw::Next, Reject> {
+        let n = cx.call(tools::measure, job.wait).await?;
+        tokio::time::sleep(Duration::from_millis(n)).await;
+        Ok(rw::Next::Rg(format!("r{n}")))
+    }
+
+    #[agent(owns = [LeftGather], join = [lw: [String]], to = [judge])]
+    async fn lg(all: lg::Joined, _cx: lg::Context<'_>) -> Result<lg::Next, Reject> {
+        let seen: Vec<String> = all.lw.iter().map(shown).collect();
+        Ok(lg::Next::Judge(format!("[{}]", seen.join(" "))))
+    }
+
+    #[agent(owns = [RightGather], join = [rw: [String]], quorum = 1, to = [judge])]
+    async fn rg(all: rg::Joined, _cx: rg::Context<'_>) -> Result<rg::Next, Reject> {
+        let seen: Vec<String> = all.rw.iter().map(shown).collect();
+        Ok(rg::Next::Judge(format!("[{}]", seen.join(" "))))
+    }
+
+    #[agent(owns = [Judge], join = [left: String, right: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.left),
+            shown(&views.right),
+        ]))
+    }
+}
+
+fn twin_executor() -> twin::Workflow {
+    twin::Workflow::new(
+        (),
+        Calls {
+            made: AtomicU32::new(0),
+        },
+    )
+}
+
+#[test]
+fn max_hops_counts_every_item_of_two_maps_inside_two_branches() {
+    // lead; left, three lw, lg; right, two rw, rg; judge.
+    assert_eq!(twin::MAX_HOPS, 1 + 5 + 4 + 1);
+}
+
+/// The left and the right map's items.
+type Waits<'a> = (&'a [u64], &'a [u64]);
+
+#[tokio::test(start_paused = true)]
+async fn two_branches_mapping_inside_themselves_resume_from_every_cut() {
+    let cases: [(Waits<'_>, [&str; 2]); 4] = [
+        (
+            (&[3, 1, 2], &[5, 1]),
+            [
+                "[l3 l1 l2]",
+                &format!(
+                    "[{} r1]",
+                    "cancelled: the join's quorum of 1 done branches was reached first"
+                ),
+            ],
+        ),
+        (
+            (&[], &[4, 2]),
+            [
+                "[]",
+                &format!(
+                    "[{} r2]",
+                    "cancelled: the join's quorum of 1 done branches was reached first"
+                ),
+            ],
+        ),
+        ((&[2], &[]), ["[l2]", "[]"]),
+        ((&[], &[]), ["[]", "[]"]),
+    ];
+    for ((left, right), output) in cases {
+        let ledger = Arc::new(MemoryLedger::new());
+        let done = twin_executor()
+            .with_ledger(ledger.clone())
+            .run((left.to_vec(), right.to_vec()))
+            .await
+            .unwrap();
+        assert_eq!(done.output, output, "{left:?} {right:?}");
+        let run_id = done.transcript.run_id();
+        let whole = ledger.records(run_id).unwrap();
+        ledger.verify_run(run_id).unwrap();
+        resumes_record_for_record(
+            &ledger,
+            &whole,
+            run_id,
+            &done.output,
+            |crashed| async move {
+                let wf = twin_executor().with_ledger(crashed);
+                let resumed = wf.resume(run_id).await;
+                (resumed, wf.deps().made.load(Ordering::SeqCst))
+            },
+        )
+        .await;
+        let replaying = twin_executor();
+        let report = replaying.replay(&whole).await.unwrap();
+        assert!(report.is_identical(), "{left:?} {right:?}: {report}");
+        assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+    }
+}
