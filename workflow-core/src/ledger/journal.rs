@@ -93,6 +93,22 @@ impl RecordedCalls {
         }
     }
 
+    /// A resumed turn's (at `turn_seq`) journaled calls from call `index`
+    /// on, in order (none in a replay).
+    pub(crate) fn journaled_from(&self, turn_seq: u32, index: u32) -> Vec<ToolCallRecord> {
+        if self.replay.is_some() {
+            return Vec::new();
+        }
+        let mut calls: Vec<ToolCallRecord> = self
+            .calls
+            .iter()
+            .filter(|((seq, i), _)| *seq == turn_seq && *i >= index)
+            .map(|(_, c)| c.clone())
+            .collect();
+        calls.sort_by_key(|c| c.index);
+        calls
+    }
+
     /// The answer to call `index` of the turn at `turn_seq`, of `tool` with
     /// `arguments` (JSON text).
     pub(crate) fn serve(

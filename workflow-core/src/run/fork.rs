@@ -1032,6 +1032,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             // Dropped unfinished under a quorum: recorded as a failed turn
             // is, its outcome `Cancelled`.
             Err(reason) => {
+                let record = self.with_journaled::<A>(record, &shared, start);
                 self.settle_failed(start, record, parent, &format!("cancelled: {reason}"))?;
                 if let Some(head) = fork.heads.get_mut(branch as usize) {
                     *head = (self.transcript.len() - 1) as u32;
@@ -1093,6 +1094,40 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 Ok(Finished::Ended(outcome))
             }
         }
+    }
+
+    /// The record of a resumed branch turn a quorum cut (`record`, what it
+    /// logged): with the calls journaled for it that it did not make again.
+    /// Cut before it got as far as its first run, when the branches read
+    /// back already reach the quorum, it made those calls before that run
+    /// cut it: its record holds them as that run's did.
+    fn with_journaled<A: Agent<W>>(
+        &self,
+        mut record: Option<TurnRecord>,
+        shared: &RunShared,
+        start: u32,
+    ) -> Option<TurnRecord> {
+        let Some(recorded) = &shared.recorded else {
+            return record;
+        };
+        let made = record.as_ref().map_or(0, |r| r.tool_calls.len()) as u32;
+        let rest = recorded.journaled_from(self.transcript.len() as u32, made);
+        if rest.is_empty() {
+            return record;
+        }
+        record
+            .get_or_insert_with(|| TurnRecord {
+                leases: Vec::new(),
+                agent: std::borrow::Cow::Borrowed(agent_name::<W>(A::INDEX)),
+                input_seq: start,
+                tool_calls: Vec::new(),
+                model_calls: Vec::new(),
+                usage: Usage::default(),
+                unresolved: Vec::new(),
+            })
+            .tool_calls
+            .extend(rest);
+        record
     }
 
     /// Records what a branch's last turn handed on (`handing`, from

@@ -531,10 +531,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             }
             fork.next_outcome = fork.next_outcome.saturating_add(1);
             self.hops += 1;
-            let value = !matches!(
-                self.transcript.receipt(seq as usize),
-                Some(crate::spec::Receipt::TurnFailed { .. })
-            );
+            let value = match self.transcript.receipt(seq as usize) {
+                Some(Receipt::TurnFailed { error }) => self.returned_value::<A>(&error),
+                _ => true,
+            };
             turn.state = BranchState::Recorded { seq, value };
             return Ok(());
         }
@@ -664,6 +664,28 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 }
             }
         }
+    }
+
+    /// Whether a branch turn recorded as failed with `error` had returned a
+    /// value, which a quorum counted when the run recorded it: a broken
+    /// post-condition, checked on a returned value only, fails it
+    /// afterwards. (A tool's failure or a spent budget fail a turn whether
+    /// its body returned a value or not; the record does not say which.)
+    fn returned_value<A: Agent<W>>(&self, error: &str) -> bool {
+        let agent = agent_name::<W>(A::INDEX);
+        W::GRAPH
+            .agents
+            .get(usize::from(A::INDEX))
+            .map_or(&[][..], |a| a.post)
+            .iter()
+            .any(|c| {
+                let broke = RunError::PostCondition {
+                    agent,
+                    condition: c.expr,
+                    message: c.message,
+                };
+                broke.to_string() == error
+            })
     }
 
     /// The outcome a branch whose turn failed with `error` (as its record

@@ -1339,3 +1339,465 @@ async fn a_map_inside_a_branch_under_a_quorum_keeps_list_order_and_resumes_from_
         .unwrap();
     assert!(report.is_identical(), "{report}");
 }
+
+/// Cuts run `run_id` (its records `whole`) after each record and resumes
+/// it with `resume`: each resumed run ends with `output` and writes the
+/// records the run wrote, payloads and tool calls included, each tool call
+/// made live only by a turn whose record is at or after the cut.
+async fn resumes_record_for_record<O, F, R>(
+    ledger: &MemoryLedger,
+    whole: &[LedgerRecord],
+    run_id: u64,
+    output: &O,
+    resume: F,
+) where
+    O: PartialEq + std::fmt::Debug,
+    F: Fn(Arc<MemoryLedger>) -> R,
+    R: std::future::Future<
+            Output = (
+                Result<workflow_core::Completed<O>, workflow_core::Aborted>,
+                u32,
+            ),
+        >,
+{
+    let view = |r: &LedgerRecord| {
+        (
+            r.seq,
+            r.from.to_string(),
+            r.to.to_string(),
+            r.receipt.clone(),
+            r.lineage.clone(),
+            r.payload.clone(),
+            r.turn.as_ref().map(|t| {
+                t.tool_calls
+                    .iter()
+                    .map(|c| (c.tool.clone(), c.arguments.clone(), c.outcome.clone()))
+                    .collect::<Vec<_>>()
+            }),
+        )
+    };
+    for cut in 1..whole.len() {
+        let crashed = crashed_at(ledger, whole, run_id, cut);
+        let (resumed, made) = resume(crashed.clone()).await;
+        let resumed = resumed.unwrap_or_else(|e| panic!("cut after {cut} records: {}", e.error));
+        assert_eq!(&resumed.output, output, "cut after {cut} records");
+        let again = crashed.records(run_id).unwrap();
+        assert_eq!(lines(&again), lines(whole), "cut after {cut} records");
+        for (a, w) in again.iter().zip(whole) {
+            assert_eq!(view(a), view(w), "cut after {cut} records");
+        }
+        crashed.verify_run(run_id).unwrap();
+        let live: usize = whole
+            .iter()
+            .filter(|r| r.seq as usize >= cut)
+            .filter_map(|r| r.turn.as_ref())
+            .map(|t| t.tool_calls.len())
+            .sum();
+        assert!(
+            made as usize <= live,
+            "cut after {cut} records: {made} calls made, {live} at most"
+        );
+    }
+}
+
+/// A map inside a branch under a quorum of 2, whose items end in every way
+/// a branch can: `ok:N` answers after N ms, `err:N` fails after N ms,
+/// `post:N` answers after N ms with a value its post-condition refuses,
+/// `lease` is refused at its receipt (a lease past the sweep's own), and
+/// a body still running at 100 ms times out. Each item measures its job
+/// first (a tool call journaled with its turn).
+#[workflow(entry = lead, output = Vec<String>, deps = Calls)]
+pub mod picky {
+    use super::*;
+
+    #[handoff]
+    pub struct SweepLook {
+        #[contract]
+        pub contract: Contract<authority::Sweep>,
+        pub jobs: Vec<String>,
+    }
+
+    #[handoff]
+    pub struct StyleLook {
+        #[contract]
+        pub contract: Contract<authority::Style>,
+    }
+
+    #[handoff]
+    pub struct Job {
+        #[contract]
+        pub contract: Contract<authority::Work>,
+        pub job: String,
+    }
+
+    #[tool(effect = read)]
+    async fn measure(job: String, calls: &Calls) -> Result<u32, ToolError> {
+        calls.made.fetch_add(1, Ordering::SeqCst);
+        Ok(job.len() as u32)
+    }
+
+    #[agent(to = [parallel(sweep, style)])]
+    async fn lead(jobs: Vec<String>, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 9;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            sweep: SweepLook {
+                contract: deep_contract(cx.lease(authority::Sweep).until_hop(until), cx.hop()),
+                jobs,
+            },
+            style: StyleLook {
+                contract: deep_contract(cx.lease(authority::Style).until_hop(until), cx.hop()),
+            },
+        }))
+    }
+
+    #[agent(owns = [Sweep], to = [map(worker, max = 4)])]
+    async fn sweep(ask: SweepLook, cx: sweep::Context<'_>) -> Result<sweep::Next, Reject> {
+        let jobs = ask.jobs.into_iter().map(|job| {
+            let scope = if job == "lease" {
+                cx.lease(authority::Work).until_hop(cx.hop() + 50)
+            } else {
+                cx.lease(authority::Work).as_long_as_mine()
+            };
+            Job {
+                contract: deep_contract(scope, cx.hop()),
+                job,
+            }
+        });
+        Ok(sweep::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Work], tools = [measure], to = [gather], timeout_ms = 100)]
+    #[post(!matches!(out, worker::Next::Gather(s) if s.starts_with("post")), "an item's answer is never `post`")]
+    async fn worker(job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        cx.call(tools::measure, job.job.clone()).await?;
+        let (kind, ms) = job.job.split_once(':').unwrap_or((&job.job, "0"));
+        tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
+        if kind == "err" {
+            return Err(Reject::because("cannot do it"));
+        }
+        Ok(worker::Next::Gather(job.job.clone()))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [String]], quorum = 2, to = [judge])]
+    async fn gather(all: gather::Joined, _cx: gather::Context<'_>) -> Result<gather::Next, Reject> {
+        let seen: Vec<String> = all.worker.iter().map(shown).collect();
+        Ok(gather::Next::Judge(seen.join(" | ")))
+    }
+
+    #[agent(owns = [Style], to = [judge])]
+    async fn style(_ask: StyleLook, _cx: style::Context<'_>) -> Result<style::Next, Reject> {
+        Ok(style::Next::Judge("tidy".into()))
+    }
+
+    #[agent(owns = [Judge], join = [sweep: String, style: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.sweep),
+            shown(&views.style),
+        ]))
+    }
+}
+
+fn picky_executor() -> picky::Workflow {
+    picky::Workflow::new(
+        (),
+        Calls {
+            made: AtomicU32::new(0),
+        },
+    )
+}
+
+/// Runs `jobs` through `picky`: its output is `output` after `ms` of the
+/// paused clock, it resumes record for record from every cut, and a replay
+/// is identical and calls no tool.
+async fn picky_resumes_from_every_cut(jobs: &[&str], output: &str, ms: u64) {
+    let ledger = Arc::new(MemoryLedger::new());
+    let started = tokio::time::Instant::now();
+    let done = picky_executor()
+        .with_ledger(ledger.clone())
+        .run(jobs.iter().map(|j| j.to_string()).collect())
+        .await
+        .unwrap();
+    assert_eq!(done.output, [output, "tidy"], "{jobs:?}");
+    assert_eq!(started.elapsed(), Duration::from_millis(ms), "{jobs:?}");
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    ledger.verify_run(run_id).unwrap();
+    resumes_record_for_record(
+        &ledger,
+        &whole,
+        run_id,
+        &done.output,
+        |crashed| async move {
+            let wf = picky_executor().with_ledger(crashed);
+            let resumed = wf.resume(run_id).await;
+            (resumed, wf.deps().made.load(Ordering::SeqCst))
+        },
+    )
+    .await;
+    let replaying = picky_executor();
+    let report = replaying.replay(&whole).await.unwrap();
+    assert!(report.is_identical(), "{jobs:?}: {report}");
+    assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+}
+
+const QUORUM_CUT: &str = "cancelled: the join's quorum of 2 done branches was reached first";
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_quorum_reached_by_the_items_read_back_keeps_the_calls_the_cut_item_made() {
+    // The third item measured its job before the quorum cut it: resumed
+    // after the second item's record, the two read back reach the quorum
+    // and the third is cut before it runs, its record holding the call
+    // journaled for it as the first run's did.
+    picky_resumes_from_every_cut(
+        &["ok:1", "ok:10", "ok:1000"],
+        &format!("ok:1 | ok:10 | {QUORUM_CUT}"),
+        10,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_quorum_counts_a_value_its_post_condition_refuses_when_resumed_too() {
+    // The first item's body returns at 1 ms (counted: the post-condition
+    // is checked when its outcome is recorded), the second's at 10 ms: the
+    // third is cut.
+    picky_resumes_from_every_cut(
+        &["post:1", "ok:10", "ok:1000"],
+        &format!(
+            "failed: agent `worker` broke post-condition `!matches!(out, worker::Next::Gather(s) if s.starts_with(\"post\"))`: an item's answer is never `post` | ok:10 | {QUORUM_CUT}"
+        ),
+        10,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_quorum_does_not_count_refused_failed_or_timed_out_items() {
+    // Refused at its receipt and failed: neither counts, the two others
+    // both run to their end.
+    picky_resumes_from_every_cut(
+        &["lease", "err:1", "ok:20", "ok:10"],
+        "rejected: the lease on authority `Work` (AtHop(51)) outlives the sender's bound (sender_scope: AtHop(9)) | failed: agent `worker` failed: cannot do it | ok:20 | ok:10",
+        20,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_quorum_cuts_an_item_before_its_timeout_and_waits_for_timed_out_ones() {
+    picky_resumes_from_every_cut(
+        &["ok:500", "ok:5", "ok:50"],
+        &format!("{QUORUM_CUT} | ok:5 | ok:50"),
+        50,
+    )
+    .await;
+    // Two time out: fewer than the quorum can answer, nothing is cut.
+    picky_resumes_from_every_cut(
+        &["ok:500", "ok:5", "ok:150"],
+        "timed out after 100 ms | ok:5 | timed out after 100 ms",
+        100,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_map_under_a_quorum_with_fewer_items_than_the_quorum_or_none() {
+    picky_resumes_from_every_cut(&["ok:5"], "ok:5", 5).await;
+    picky_resumes_from_every_cut(&[], "", 0).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_map_over_its_bound_fails_the_mapping_turn_and_resumes_from_every_cut() {
+    picky_resumes_from_every_cut(
+        &["ok:1", "ok:2", "ok:3", "ok:4", "ok:5"],
+        "failed: agent `sweep` broke post-condition `map(worker).len() <= 4`: one turn maps at most 4 items to `worker` (`map(worker, max = 4)`, counted in MAX_HOPS); the list is never cut",
+        0,
+    )
+    .await;
+}
+
+/// Two outer branches, each mapping inside itself: the left map waits for
+/// every item, the right one for the first.
+#[workflow(entry = lead, output = Vec<String>, deps = Calls)]
+pub mod twin {
+    use super::*;
+
+    #[handoff]
+    pub struct LeftLook {
+        #[contract]
+        pub contract: Contract<authority::Left>,
+        pub waits: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct RightLook {
+        #[contract]
+        pub contract: Contract<authority::Right>,
+        pub waits: Vec<u64>,
+    }
+
+    #[handoff]
+    pub struct LeftJob {
+        #[contract]
+        pub contract: Contract<authority::LeftWork>,
+        pub wait: u64,
+    }
+
+    #[handoff]
+    pub struct RightJob {
+        #[contract]
+        pub contract: Contract<authority::RightWork>,
+        pub wait: u64,
+    }
+
+    #[tool(effect = read)]
+    async fn measure(wait: u64, calls: &Calls) -> Result<u64, ToolError> {
+        calls.made.fetch_add(1, Ordering::SeqCst);
+        Ok(wait)
+    }
+
+    #[agent(to = [parallel(left, right)])]
+    async fn lead(
+        waits: (Vec<u64>, Vec<u64>),
+        cx: lead::Context<'_>,
+    ) -> Result<lead::Next, Reject> {
+        let until = cx.hop() + 10;
+        Ok(lead::Next::Parallel(lead::Parallel {
+            left: LeftLook {
+                contract: deep_contract(cx.lease(authority::Left).until_hop(until), cx.hop()),
+                waits: waits.0,
+            },
+            right: RightLook {
+                contract: deep_contract(cx.lease(authority::Right).until_hop(until), cx.hop()),
+                waits: waits.1,
+            },
+        }))
+    }
+
+    #[agent(owns = [Left], to = [map(lw, max = 3)])]
+    async fn left(ask: LeftLook, cx: left::Context<'_>) -> Result<left::Next, Reject> {
+        let jobs = ask.waits.into_iter().map(|wait| LeftJob {
+            contract: deep_contract(cx.lease(authority::LeftWork).as_long_as_mine(), cx.hop()),
+            wait,
+        });
+        Ok(left::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [Right], to = [map(rw, max = 2)])]
+    async fn right(ask: RightLook, cx: right::Context<'_>) -> Result<right::Next, Reject> {
+        let jobs = ask.waits.into_iter().map(|wait| RightJob {
+            contract: deep_contract(cx.lease(authority::RightWork).as_long_as_mine(), cx.hop()),
+            wait,
+        });
+        Ok(right::Next::Map(jobs.collect()))
+    }
+
+    #[agent(owns = [LeftWork], tools = [measure], to = [lg])]
+    async fn lw(job: LeftJob, cx: lw::Context<'_>) -> Result<lw::Next, Reject> {
+        let n = cx.call(tools::measure, job.wait).await?;
+        tokio::time::sleep(Duration::from_millis(n)).await;
+        Ok(lw::Next::Lg(format!("l{n}")))
+    }
+
+    #[agent(owns = [RightWork], tools = [measure], to = [rg])]
+    async fn rw(job: RightJob, cx: rw::Context<'_>) -> Result<rw::Next, Reject> {
+        let n = cx.call(tools::measure, job.wait).await?;
+        tokio::time::sleep(Duration::from_millis(n)).await;
+        Ok(rw::Next::Rg(format!("r{n}")))
+    }
+
+    #[agent(owns = [LeftGather], join = [lw: [String]], to = [judge])]
+    async fn lg(all: lg::Joined, _cx: lg::Context<'_>) -> Result<lg::Next, Reject> {
+        let seen: Vec<String> = all.lw.iter().map(shown).collect();
+        Ok(lg::Next::Judge(format!("[{}]", seen.join(" "))))
+    }
+
+    #[agent(owns = [RightGather], join = [rw: [String]], quorum = 1, to = [judge])]
+    async fn rg(all: rg::Joined, _cx: rg::Context<'_>) -> Result<rg::Next, Reject> {
+        let seen: Vec<String> = all.rw.iter().map(shown).collect();
+        Ok(rg::Next::Judge(format!("[{}]", seen.join(" "))))
+    }
+
+    #[agent(owns = [Judge], join = [left: String, right: String], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        Ok(judge::Next::End(vec![
+            shown(&views.left),
+            shown(&views.right),
+        ]))
+    }
+}
+
+fn twin_executor() -> twin::Workflow {
+    twin::Workflow::new(
+        (),
+        Calls {
+            made: AtomicU32::new(0),
+        },
+    )
+}
+
+#[test]
+fn max_hops_counts_every_item_of_two_maps_inside_two_branches() {
+    // lead; left, three lw, lg; right, two rw, rg; judge.
+    assert_eq!(twin::MAX_HOPS, 1 + 5 + 4 + 1);
+}
+
+/// The left and the right map's items.
+type Waits<'a> = (&'a [u64], &'a [u64]);
+
+#[tokio::test(start_paused = true)]
+async fn two_branches_mapping_inside_themselves_resume_from_every_cut() {
+    let cases: [(Waits<'_>, [&str; 2]); 4] = [
+        (
+            (&[3, 1, 2], &[5, 1]),
+            [
+                "[l3 l1 l2]",
+                &format!(
+                    "[{} r1]",
+                    "cancelled: the join's quorum of 1 done branches was reached first"
+                ),
+            ],
+        ),
+        (
+            (&[], &[4, 2]),
+            [
+                "[]",
+                &format!(
+                    "[{} r2]",
+                    "cancelled: the join's quorum of 1 done branches was reached first"
+                ),
+            ],
+        ),
+        ((&[2], &[]), ["[l2]", "[]"]),
+        ((&[], &[]), ["[]", "[]"]),
+    ];
+    for ((left, right), output) in cases {
+        let ledger = Arc::new(MemoryLedger::new());
+        let done = twin_executor()
+            .with_ledger(ledger.clone())
+            .run((left.to_vec(), right.to_vec()))
+            .await
+            .unwrap();
+        assert_eq!(done.output, output, "{left:?} {right:?}");
+        let run_id = done.transcript.run_id();
+        let whole = ledger.records(run_id).unwrap();
+        ledger.verify_run(run_id).unwrap();
+        resumes_record_for_record(
+            &ledger,
+            &whole,
+            run_id,
+            &done.output,
+            |crashed| async move {
+                let wf = twin_executor().with_ledger(crashed);
+                let resumed = wf.resume(run_id).await;
+                (resumed, wf.deps().made.load(Ordering::SeqCst))
+            },
+        )
+        .await;
+        let replaying = twin_executor();
+        let report = replaying.replay(&whole).await.unwrap();
+        assert!(report.is_identical(), "{left:?} {right:?}: {report}");
+        assert_eq!(replaying.deps().made.load(Ordering::SeqCst), 0);
+    }
+}
