@@ -298,12 +298,19 @@ impl<W: Workflow, A: Agent<W>> BranchBody for BranchTurn<'_, W, A> {
         #[cfg(feature = "tracing")]
         let body = tracing::Instrument::instrument(body, self.span.clone());
         let state = &mut self.state;
+        let shared = self.shared.as_deref();
         Some(Box::pin(async move {
             let ran = match limit {
                 None => Some(body.await),
                 Some(limit) => tokio::time::timeout(limit, body).await.ok(),
             };
-            let value = matches!(ran, Some(Ok(_)));
+            // A value returned after a tool failed under its fallback
+            // policy is the branch's failure (`finish`), never counted: as
+            // its record, read back, is not.
+            let tool_failed = shared.is_some_and(|s| {
+                s.dirty.load(std::sync::atomic::Ordering::Relaxed) && s.lock().failure.is_some()
+            });
+            let value = matches!(ran, Some(Ok(_))) && !tool_failed;
             *state = BranchState::Ran(ran);
             value
         }))

@@ -1430,9 +1430,13 @@ pub mod picky {
         pub job: String,
     }
 
+    /// Measures a job; a `tool:..` job cannot be measured.
     #[tool(effect = read)]
     async fn measure(job: String, calls: &Calls) -> Result<u32, ToolError> {
         calls.made.fetch_add(1, Ordering::SeqCst);
+        if job.starts_with("tool") {
+            return Err(ToolError::status("measure", 404, "no such job"));
+        }
         Ok(job.len() as u32)
     }
 
@@ -1469,8 +1473,13 @@ pub mod picky {
     #[agent(owns = [Work], tools = [measure], to = [gather], timeout_ms = 100)]
     #[post(!matches!(out, worker::Next::Gather(s) if s.starts_with("post")), "an item's answer is never `post`")]
     async fn worker(job: Job, cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
-        cx.call(tools::measure, job.job.clone()).await?;
+        let measured = cx.call(tools::measure, job.job.clone()).await;
         let (kind, ms) = job.job.split_once(':').unwrap_or((&job.job, "0"));
+        // A `tool:..` job goes on without its measure (and still fails:
+        // its tool failed under the `abort` policy).
+        if kind != "tool" {
+            measured?;
+        }
         tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
         if kind == "err" {
             return Err(Reject::because("cannot do it"));
@@ -1568,6 +1577,19 @@ async fn a_nested_quorum_counts_a_value_its_post_condition_refuses_when_resumed_
             "failed: agent `worker` broke post-condition `!matches!(out, worker::Next::Gather(s) if s.starts_with(\"post\"))`: an item's answer is never `post` | ok:10 | {QUORUM_CUT}"
         ),
         10,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_quorum_does_not_count_a_value_returned_after_a_tool_failed() {
+    // The first item's body returns a value at 1 ms, but its tool failed
+    // under `abort`: the branch fails, and is not counted, in the run as
+    // when read back. The third item runs to its timeout; nothing is cut.
+    picky_resumes_from_every_cut(
+        &["tool:1", "ok:10", "ok:150"],
+        "failed: agent `worker`: tool `measure` failed (status 404): no such job | ok:10 | timed out after 100 ms",
+        100,
     )
     .await;
 }
