@@ -82,12 +82,20 @@ impl RunSizes {
     /// The most payload bytes a run reserves from a hint.
     const MAX_BYTES: u32 = 1 << 20;
 
-    /// The last run's records and payload bytes (capped); `None` before a
-    /// run ended.
+    /// The last run's records and payload bytes (capped, and never below
+    /// what a first run reserves: a short run, one stopped at its first
+    /// receipt say, does not make the next one start smaller); `None`
+    /// before a run ended.
     pub(crate) fn last(&self) -> Option<(usize, usize)> {
         use std::sync::atomic::Ordering::Relaxed;
-        let records = self.records.load(Relaxed);
-        (records > 0).then(|| (records as usize, self.bytes.load(Relaxed) as usize))
+        let records = self.records.load(Relaxed) as usize;
+        let bytes = self.bytes.load(Relaxed) as usize;
+        (records > 0).then(|| {
+            (
+                records.max(Transcript::FIRST_RECORDS),
+                bytes.max(Transcript::FIRST_BYTES),
+            )
+        })
     }
 
     /// Notes the size of a run that ended with `transcript`.
@@ -129,11 +137,16 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// The records a run reserves for when nothing says how long it will
+    /// be (grown by half as it goes: `payloads::push_grown`).
+    const FIRST_RECORDS: usize = 16;
+    /// The payload bytes a run reserves when nothing says how many it
+    /// will write (grown as it goes: `Payloads::tail`).
+    const FIRST_BYTES: usize = 512;
+
     pub(crate) fn new(run_id: u64, graph: &'static crate::spec::Graph) -> Self {
-        // Sized for a short run and grown by half as it goes
-        // (`payloads::push_grown`, `Payloads::tail`), not reserved for the
-        // longest one.
-        Transcript::sized(run_id, graph, (16, 512))
+        // Sized for a short run, not reserved for the longest one.
+        Transcript::sized(run_id, graph, (Self::FIRST_RECORDS, Self::FIRST_BYTES))
     }
 
     /// An empty transcript with room for `records` transfers and `bytes`
@@ -541,6 +554,16 @@ mod tests {
             tail.extend_from_slice(&[0; 140]);
         }
         assert_eq!(next.bytes.len(), 21 * 140);
+    }
+
+    #[test]
+    fn a_short_run_does_not_make_the_next_one_start_smaller() {
+        let sizes = RunSizes::default();
+        sizes.note(&grown(1, 40));
+        assert_eq!(
+            sizes.last(),
+            Some((Transcript::FIRST_RECORDS, Transcript::FIRST_BYTES))
+        );
     }
 
     #[test]
