@@ -187,17 +187,16 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         limits: Limits<'x>,
         run_id: u64,
     ) -> Self {
-        Runtime {
+        // Room for a run as large as the executor's last, at once.
+        let last = limits.sizes.and_then(|s| s.last());
+        let run = Runtime {
             root,
             deps,
             hops: 0,
             max_hops: limits.max_hops,
             clock: clock(),
             started: clock().raw(),
-            transcript: match limits.sizes.and_then(|s| s.last()) {
-                Some(sizes) => Transcript::sized(run_id, W::GRAPH, sizes),
-                None => Transcript::new(run_id, W::GRAPH),
-            },
+            transcript: Transcript::sized(run_id, W::GRAPH, last),
             ledger: limits.ledger,
             limits,
             shared: Arc::new(RunShared {
@@ -235,7 +234,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             joined_dissent: None,
             dissent: None,
             resume_fork: None,
+        };
+        if let Some((records, _)) = last {
+            run.shared.earlier().reserve(records);
         }
+        run
     }
 
     /// Pins the run's root: the transcript carries the root invariants' JSON
@@ -251,12 +254,6 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// has a ledger.
     pub(crate) fn fresh(root: &'x W::Root, deps: &'x W::Deps, limits: Limits<'x>) -> Self {
         let mut run = Runtime::new(root, deps, limits);
-        // Room for a run as large as the executor's last, at once (its
-        // transcript's entries and bytes reserved in `numbered`).
-        if let Some((records, _)) = limits.sizes.and_then(|s| s.last()) {
-            run.transcript.reserve_sender_scopes(records);
-            run.shared.earlier().reserve(records);
-        }
         run.pin_root();
         if let Some(ledger) = limits.ledger {
             let lease = crate::ledger::Lease::fresh(

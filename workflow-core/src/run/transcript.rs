@@ -145,18 +145,19 @@ impl Transcript {
     const FIRST_BYTES: usize = 512;
 
     pub(crate) fn new(run_id: u64, graph: &'static crate::spec::Graph) -> Self {
-        // Sized for a short run, not reserved for the longest one.
-        Transcript::sized(run_id, graph, (Self::FIRST_RECORDS, Self::FIRST_BYTES))
+        Transcript::sized(run_id, graph, None)
     }
 
-    /// An empty transcript with room for `records` transfers and `bytes`
-    /// of their payloads (a run as large as the executor's last,
-    /// [`RunSizes`]).
+    /// An empty transcript with room for a run as large as the executor's
+    /// last (`last`, its records and payload bytes: [`RunSizes`]), its
+    /// senders' scopes included; without one, sized for a short run (not
+    /// reserved for the longest one), its scopes reserved on first use.
     pub(crate) fn sized(
         run_id: u64,
         graph: &'static crate::spec::Graph,
-        (records, bytes): (usize, usize),
+        last: Option<(usize, usize)>,
     ) -> Self {
+        let (records, bytes) = last.unwrap_or((Self::FIRST_RECORDS, Self::FIRST_BYTES));
         Transcript {
             run_id,
             graph,
@@ -166,15 +167,9 @@ impl Transcript {
             turns: Vec::new(),
             root: None,
             mode: crate::spec::Mode::Enforce,
-            sender_scopes: Vec::new(),
+            sender_scopes: Vec::with_capacity(last.map_or(0, |_| records)),
             lineage: Vec::new(),
         }
-    }
-
-    /// Room for the scopes of `records` transfers' senders (a run as large
-    /// as the executor's last).
-    pub(crate) fn reserve_sender_scopes(&mut self, records: usize) {
-        self.sender_scopes.reserve_exact(records);
     }
 
     /// Gives back what the run reserved and did not use (the up-front
@@ -542,7 +537,8 @@ mod tests {
         assert!(last.entries.capacity() > 21);
         sizes.note(&last);
         assert_eq!(sizes.last(), Some((21, 21 * 140)));
-        let next = Transcript::sized(2, &GRAPH, sizes.last().unwrap());
+        let next = Transcript::sized(2, &GRAPH, sizes.last());
+        assert_eq!(next.sender_scopes.capacity(), 21);
         assert_eq!(next.entries.capacity(), 21);
         assert_eq!(next.bytes.len(), 0);
         // The next run's 21 transfers fit without growing either table.

@@ -13,7 +13,7 @@ use workflow_core::Executor;
 use workflow_core::ledger::{Ledger, LedgerRecord, MemoryLedger};
 use workflow_core::prelude::*;
 
-use crate::parallel_rounds::lines;
+use crate::parallel_rounds::{lines, record_view};
 
 /// The security reviewer's tool calls made live (a replay or a resume
 /// serves recorded ones instead).
@@ -412,22 +412,7 @@ async fn resumes_from_every_cut(change: &str, scanned: Option<usize>) {
     let done = wf.run(change.to_owned()).await.unwrap();
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
-    let view = |r: &LedgerRecord| {
-        (
-            r.seq,
-            r.from.to_string(),
-            r.to.to_string(),
-            r.receipt.clone(),
-            r.lineage.clone(),
-            r.payload.clone(),
-            r.turn.as_ref().map(|t| {
-                t.tool_calls
-                    .iter()
-                    .map(|c| (c.tool.clone(), c.arguments.clone(), c.outcome.clone()))
-                    .collect::<Vec<_>>()
-            }),
-        )
-    };
+    let view = record_view;
     for cut in 1..whole.len() {
         let crashed = crashed_at(&ledger, &whole, run_id, cut);
         crashed
@@ -1360,22 +1345,7 @@ async fn resumes_record_for_record<O, F, R>(
             ),
         >,
 {
-    let view = |r: &LedgerRecord| {
-        (
-            r.seq,
-            r.from.to_string(),
-            r.to.to_string(),
-            r.receipt.clone(),
-            r.lineage.clone(),
-            r.payload.clone(),
-            r.turn.as_ref().map(|t| {
-                t.tool_calls
-                    .iter()
-                    .map(|c| (c.tool.clone(), c.arguments.clone(), c.outcome.clone()))
-                    .collect::<Vec<_>>()
-            }),
-        )
-    };
+    let view = record_view;
     for cut in 1..whole.len() {
         let crashed = crashed_at(ledger, whole, run_id, cut);
         let (resumed, made) = resume(crashed.clone()).await;

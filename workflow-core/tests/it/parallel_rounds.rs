@@ -182,6 +182,43 @@ fn executor() -> rounds::Workflow {
 }
 
 /// The run's records as `from -> to receipt (lineage)`.
+/// What a record says that a resumed run must write again exactly: its
+/// place, receipt, lineage, payload, and each tool call's arguments and
+/// outcome (not how long a call took).
+#[allow(clippy::type_complexity)]
+pub fn record_view(
+    r: &LedgerRecord,
+) -> (
+    u32,
+    String,
+    String,
+    workflow_core::Receipt,
+    Option<workflow_core::Lineage>,
+    String,
+    Option<
+        Vec<(
+            std::borrow::Cow<'static, str>,
+            String,
+            workflow_core::tool::ToolOutcome,
+        )>,
+    >,
+) {
+    (
+        r.seq,
+        r.from.to_string(),
+        r.to.to_string(),
+        r.receipt.clone(),
+        r.lineage.clone(),
+        r.payload.clone(),
+        r.turn.as_ref().map(|t| {
+            t.tool_calls
+                .iter()
+                .map(|c| (c.tool.clone(), c.arguments.clone(), c.outcome.clone()))
+                .collect()
+        }),
+    )
+}
+
 pub fn lines(records: &[LedgerRecord]) -> Vec<String> {
     records
         .iter()
@@ -290,23 +327,7 @@ async fn a_multi_turn_fan_out_resumes_from_every_cut_and_replays_identically() {
     let run_id = done.transcript.run_id();
     let whole = ledger.records(run_id).unwrap();
     assert_eq!(whole.len(), 11);
-    let view = |r: &LedgerRecord| {
-        (
-            r.seq,
-            r.from.to_string(),
-            r.to.to_string(),
-            r.receipt.clone(),
-            r.lineage.clone(),
-            r.payload.clone(),
-            // What each call was and gave, not how long it took.
-            r.turn.as_ref().map(|t| {
-                t.tool_calls
-                    .iter()
-                    .map(|c| (c.tool.clone(), c.arguments.clone(), c.outcome.clone()))
-                    .collect::<Vec<_>>()
-            }),
-        )
-    };
+    let view = record_view;
     for cut in 1..whole.len() {
         let crashed = Arc::new(MemoryLedger::new());
         for r in whole.iter().take(cut) {
