@@ -392,28 +392,34 @@ impl<W: Workflow> Runtime<'_, W> {
         let t = &self.transcript;
         let i = t.entries.len() - 1;
         let e = &t.entries[i];
-        let turn = match from {
-            Node::Agent(agent) if !e.redelivery => self.input_of(agent, i).map(|j| (agent, j)),
-            _ => None,
-        };
         let to = t
             .graph
             .edges
             .get(e.edge as usize)
             .map_or(Node::End, |e| e.to);
+        let sent = Sent {
+            from,
+            to,
+            redelivery: e.redelivery,
+            sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
+        };
+        self.log_sent(sent);
+    }
+
+    /// Logs the transfer just recorded (the transcript's last entry), sent
+    /// as `sent` says (what [`log_transfer`](Self::log_transfer) looks up;
+    /// the recording of a new transfer knows it already).
+    #[inline]
+    pub(crate) fn log_sent(&mut self, sent: Sent) {
+        let t = &self.transcript;
+        let i = t.entries.len() - 1;
+        let e = &t.entries[i];
+        let turn = match sent.from {
+            Node::Agent(agent) if !sent.redelivery => self.input_of(agent, i).map(|j| (agent, j)),
+            _ => None,
+        };
         let mut log = self.shared.earlier();
-        log.log(
-            i,
-            e.format,
-            (e.start, e.end),
-            turn,
-            Sent {
-                from,
-                to,
-                redelivery: e.redelivery,
-                sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
-            },
-        );
+        log.log(i, e.format, (e.start, e.end), turn, sent);
         self.logged_turns = log.turn_count();
     }
 

@@ -582,7 +582,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .map_or(u32::MAX, |u| {
                 u.fetch_add(1, Ordering::Relaxed).saturating_add(1)
             });
-        (uses > bound).then_some(RejectReason::LoopBound { bound })
+        // `then`, not `then_some`: the reason built eagerly is dropped by a
+        // call when it is not needed (nearly always).
+        (uses > bound).then(|| RejectReason::LoopBound { bound })
     }
 
     /// Records the transfer of the workflow output over edge `edge` to
@@ -769,7 +771,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 at_us,
             },
         );
-        self.log_transfer(info.from);
+        // Who sent it, to whom and under what are known here: logged
+        // without looking them up again.
+        let sender_expires = match info.from {
+            Node::Agent(_) => self.turn_scope.map(|(_, expires)| expires),
+            _ => None,
+        };
+        self.log_sent(crate::run::Sent {
+            from: info.from,
+            to: info.to,
+            redelivery: false,
+            sender_expires,
+        });
         Ok(refused)
     }
 
