@@ -582,9 +582,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .map_or(u32::MAX, |u| {
                 u.fetch_add(1, Ordering::Relaxed).saturating_add(1)
             });
-        // `then`, not `then_some`: the reason built eagerly is dropped by a
-        // call when it is not needed (nearly always).
-        (uses > bound).then(|| RejectReason::LoopBound { bound })
+        // Not `then_some`: the reason it builds whatever the test is
+        // dropped by a call when it is not needed (nearly always).
+        if uses > bound {
+            Some(RejectReason::LoopBound { bound })
+        } else {
+            None
+        }
     }
 
     /// Records the transfer of the workflow output over edge `edge` to
