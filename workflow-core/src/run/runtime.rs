@@ -882,6 +882,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         matches!(self.next_turn, TurnStart::Return(_))
     }
 
+    /// What a run goes on with after a turn ended in `error`: the state in
+    /// which the sender runs again when the error is a rejection routed back
+    /// to it (`on_reject = sender`), else the error itself. The step of
+    /// [`Workflow::run_to_end`](crate::Workflow::run_to_end)'s loop after an
+    /// error, for the loops generated code writes.
+    #[doc(hidden)]
+    pub fn after_error(&mut self, error: RunError) -> Result<W::State, RunError> {
+        match error {
+            RunError::Rejected { .. } if self.is_returning() => self.return_to_sender(),
+            error => Err(error),
+        }
+    }
+
     /// The state in which the sender of a returned handoff runs again (its
     /// last input, read back from the record), after a rejection that
     /// [`is_returning`](Self::is_returning).

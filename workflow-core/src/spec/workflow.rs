@@ -48,8 +48,11 @@ pub trait Workflow: Sized + Send + Sync + 'static {
         run: &'a mut Runtime<'x, Self>,
     ) -> impl Future<Output = Result<Transition<Self>, RunError>> + Send + 'a;
 
-    /// Runs turns from `state` to the end of the run (a loop over
-    /// [`turn`](Self::turn)).
+    /// Runs turns from `state` to the end of the run: a loop over
+    /// [`turn`](Self::turn), a turn's error handed to
+    /// [`Runtime::after_error`] (a rejection routed back to its sender goes
+    /// on from the sender). Generated workflows run their turns in one loop
+    /// of their own that does the same, without a new future per turn.
     fn run_to_end<'a, 'x>(
         state: Self::State,
         run: &'a mut Runtime<'x, Self>,
@@ -60,10 +63,7 @@ pub trait Workflow: Sized + Send + Sync + 'static {
                 match Self::turn(state, run).await {
                     Ok(Transition::To(next)) => state = next,
                     Ok(Transition::End(output)) => return Ok(output),
-                    Err(RunError::Rejected { .. }) if run.is_returning() => {
-                        state = run.return_to_sender()?
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => state = run.after_error(e)?,
                 }
             }
         }

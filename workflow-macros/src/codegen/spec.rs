@@ -41,12 +41,22 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let doc = format!("`{}` runs next.", a.name);
         quote!(#[doc = #doc] #v(#ty))
     });
+    // Each agent's turn, an arm of the run's loop (`__wf_drive`): an error
+    // leaves the arm with `break '__wf_turn`, as the turn's result, for the
+    // loop to decide what follows (the value is bound first: `break 'label
+    // ::path` reads to syn as a label's declaration).
     let turns = wf.agents.iter().map(|a| {
         let (v, n) = (a.variant.clone(), &a.name);
         let body_future = body_call(a);
         quote! {
             #state::#v(input) => {
-                let cx = run.receive::<#n::Agent>(&input)?;
+                let cx = match run.receive::<#n::Agent>(&input) {
+                    ::workflow_core::__private::Result::Ok(cx) => cx,
+                    ::workflow_core::__private::Result::Err(e) => {
+                        let failed = ::workflow_core::__private::Result::Err(e);
+                        break '__wf_turn failed;
+                    }
+                };
                 // The body's future is built where it is awaited (not moved
                 // there), and the timer is boxed: a turn without a limit
                 // neither carries nor moves the timer's state. Inlined, not
@@ -66,7 +76,8 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                         ).await {
                             ::workflow_core::__private::Result::Ok(result) => result,
                             ::workflow_core::__private::Result::Err(_) => {
-                                return ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                                let failed = ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                                break '__wf_turn failed;
                             }
                         }
                     }
@@ -369,6 +380,75 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             }
         }
     });
+    // The run's loop: the turns from `state` on, one (`Workflow::turn`) or
+    // to the run's end (`Workflow::run_to_end`). One loop rather than a
+    // turn's future per turn: the state is not moved into a new future and
+    // back out of its result at every transition (book, performance).
+    // A fan-out's turn is a function of its own, its errors returned with
+    // `?` as the turn's result.
+    let (fork_arm, fork_fn) = if fork_turns.is_empty() {
+        (None, None)
+    } else {
+        let arm = quote! {
+            fork => #spec::__wf_fork(fork, run).await,
+        };
+        let function = quote! {
+            /// A fan-out's turn: its branches run, and their join.
+            fn __wf_fork<'a, 'x>(
+                state: #state,
+                run: &'a mut ::workflow_core::__private::Runtime<'x, #spec>,
+            ) -> impl ::workflow_core::__private::Future<
+                Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<#spec>, ::workflow_core::__private::RunError>,
+            > + Send + 'a {
+                async move {
+                    match state {
+                        #(#fork_turns)*
+                        _ => ::workflow_core::__private::Result::Err(
+                            ::workflow_core::__private::RunError::Protocol(
+                                ::workflow_core::__private::String::from("an agent's turn taken for a fan-out's"),
+                            ),
+                        ),
+                    }
+                }
+            }
+        };
+        (Some(arm), Some(function))
+    };
+    let drive = quote! {
+        impl #spec {
+            /// The turns from `state` on: one (`once`), or until the run
+            /// ends or stops.
+            fn __wf_drive<'a, 'x>(
+                state: #state,
+                run: &'a mut ::workflow_core::__private::Runtime<'x, #spec>,
+                once: bool,
+            ) -> impl ::workflow_core::__private::Future<
+                Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<#spec>, ::workflow_core::__private::RunError>,
+            > + Send + 'a {
+                async move {
+                    let mut state = state;
+                    loop {
+                        let next = '__wf_turn: {
+                            match state {
+                                #(#turns)*
+                                #fork_arm
+                            }
+                        };
+                        if once {
+                            return next;
+                        }
+                        match next {
+                            ::workflow_core::__private::Result::Ok(::workflow_core::__private::Transition::To(next)) => state = next,
+                            ::workflow_core::__private::Result::Ok(end) => return ::workflow_core::__private::Result::Ok(end),
+                            ::workflow_core::__private::Result::Err(e) => state = run.after_error(e)?,
+                        }
+                    }
+                }
+            }
+
+            #fork_fn
+        }
+    };
     let doc = format!("The definition of workflow `{wf_name}`; run it with [`Workflow`].");
     quote! {
         #[doc = #doc]
@@ -386,6 +466,8 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         }
 
         #(#fork_statics)*
+
+        #drive
 
         impl ::workflow_core::__private::Workflow for #spec {
             type Input = #input;
@@ -412,10 +494,23 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
             ) -> impl ::workflow_core::__private::Future<
                 Output = ::workflow_core::__private::Result<::workflow_core::__private::Transition<#spec>, ::workflow_core::__private::RunError>,
             > + Send + 'a {
+                #spec::__wf_drive(state, run, true)
+            }
+
+            fn run_to_end<'a, 'x>(
+                state: #state,
+                run: &'a mut ::workflow_core::__private::Runtime<'x, #spec>,
+            ) -> impl ::workflow_core::__private::Future<
+                Output = ::workflow_core::__private::Result<#output, ::workflow_core::__private::RunError>,
+            > + Send + 'a {
                 async move {
-                    match state {
-                        #(#turns)*
-                        #(#fork_turns)*
+                    match #spec::__wf_drive(state, run, false).await? {
+                        ::workflow_core::__private::Transition::End(output) => ::workflow_core::__private::Result::Ok(output),
+                        ::workflow_core::__private::Transition::To(_) => ::workflow_core::__private::Result::Err(
+                            ::workflow_core::__private::RunError::Protocol(
+                                ::workflow_core::__private::String::from("the run's loop stopped before its end"),
+                            ),
+                        ),
                     }
                 }
             }
