@@ -108,9 +108,13 @@ impl Payloads {
     /// others only when it was just opened empty, so appending and
     /// truncating back to [`len`](Self::len) taken before are both safe.
     pub(crate) fn tail(&mut self) -> &mut Vec<u8> {
-        if Arc::get_mut(&mut self.head).is_none() {
-            // Held by a context (or a clone): the bytes it may read stay
-            // where they are, and the run writes on after them.
+        // Held by a context (or a clone): the bytes it may read stay where
+        // they are, and the run writes on after them. The counts are read
+        // without a locked instruction (`Arc::get_mut` takes one, and
+        // `make_mut` below another); they are exact here, because nobody
+        // else can clone the chunk while the run holds it alone, and were
+        // they not, `make_mut` would copy the chunk rather than share it.
+        if Arc::strong_count(&self.head) != 1 || Arc::weak_count(&self.head) != 0 {
             let base = self.head.end() as u32;
             let prev = self.head.clone();
             self.head = Arc::new(Chunk {
