@@ -389,8 +389,10 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
     let (fork_arm, fork_fn) = if fork_turns.is_empty() {
         (None, None)
     } else {
+        // Bound under a name of the macro's own: a user's `const fork` in
+        // scope would make a plain `fork` a pattern matching that constant.
         let arm = quote! {
-            fork => #spec::__wf_fork(fork, run).await,
+            __wf_fork_state => #spec::__wf_fork(__wf_fork_state, run).await,
         };
         let function = quote! {
             /// A fan-out's turn: its branches run, and their join.
