@@ -758,8 +758,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.audited.clear();
         t.mode = self.limits.mode;
         // What the sender worked under, for the receipt of the lease it
-        // grants (now, or after a resume).
-        if let (Node::Agent(_), Some((authority, expires))) = (info.from, self.turn_scope) {
+        // grants (now, or after a resume), and for the earlier-turn log.
+        let sender_scope = match info.from {
+            Node::Agent(_) => self.turn_scope,
+            _ => None,
+        };
+        if let Some((authority, expires)) = sender_scope {
             t.push_sender_scope(t.entries.len() as u32, authority, expires);
         }
         crate::run::payloads::push_grown(
@@ -777,15 +781,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         );
         // Who sent it, to whom and under what are known here: logged
         // without looking them up again.
-        let sender_expires = match info.from {
-            Node::Agent(_) => self.turn_scope.map(|(_, expires)| expires),
-            _ => None,
-        };
         self.log_sent(crate::run::Sent {
             from: info.from,
             to: info.to,
             redelivery: false,
-            sender_expires,
+            sender_expires: sender_scope.map(|(_, expires)| expires),
         });
         Ok(refused)
     }
