@@ -1284,9 +1284,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             return Err((outcome, error));
         }
         if A::HAS_POST {
-            let mut cx = self.context::<A>(self.turn_scope);
-            cx.shared = shared.clone();
-            if let Err(c) = A::post(&next, &cx) {
+            let checked = if A::POST_READS_CONTEXT {
+                let mut cx = self.context::<A>(self.turn_scope);
+                cx.shared = shared.clone();
+                A::post(&next, &cx)
+            } else {
+                A::post_without_context(&next)
+            };
+            if let Err(c) = checked {
                 crate::observe::telemetry::post_condition_failed::<W, A>(c);
                 return Err(failed(RunError::PostCondition {
                     agent,

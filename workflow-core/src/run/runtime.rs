@@ -1414,7 +1414,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         result: Result<A::Next, Reject>,
     ) -> Result<Transition<W>, RunError> {
-        if A::HAS_POST {
+        if A::HAS_POST && !A::POST_READS_CONTEXT {
+            self.deliver_checked::<A>(result, |next| A::post_without_context(next))
+        } else if A::HAS_POST {
             let mut cx = self.context::<A>(self.turn_scope);
             cx.hop = self.hops.saturating_sub(1);
             self.deliver(result, cx)

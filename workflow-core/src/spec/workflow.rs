@@ -188,6 +188,22 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`post`](Self::post) may read its context. Generated code
+    /// sets it to `false` when no `#[post]` condition names the context,
+    /// and the runtime then calls
+    /// [`post_without_context`](Self::post_without_context) instead, with
+    /// no context built; the default, `true`, always calls `post`.
+    #[doc(hidden)]
+    const POST_READS_CONTEXT: bool = true;
+
+    /// The post-conditions, for an agent whose conditions do not read the
+    /// context ([`POST_READS_CONTEXT`](Self::POST_READS_CONTEXT) `false`):
+    /// the same checks as [`post`](Self::post). Not called otherwise.
+    #[doc(hidden)]
+    fn post_without_context(_out: &Self::Next) -> Result<(), &'static Condition> {
+        Ok(())
+    }
+
     /// For a join agent: the verdict of every branch in `input` that ended
     /// `Done` with a `#[verdict]`, in branch order (generated for a join
     /// whose branch output types derive [`Verdict`](crate::spec::Verdict));

@@ -42,6 +42,7 @@ pub mod parallel_rounds;
 pub mod payload_limits;
 pub mod pinned_root;
 pub mod pins;
+pub mod post_context;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;

@@ -400,21 +400,41 @@ pub(super) fn agent(
             const HAS_POST: bool = false;
         )
     });
+    // Post-conditions that never name the context are checked without
+    // one (`post_without_context`): the runtime then builds none for them.
     let post = (!plain_post.is_empty() || map_check.is_some()).then(|| {
-        let body = conditions(
-            &spec,
-            index,
-            &plain_post,
-            "post",
-            quote!(#map_check let #cx_pat = cx;),
-        );
+        if a.post_reads_context() {
+            let body = conditions(
+                &spec,
+                index,
+                &plain_post,
+                "post",
+                quote!(#map_check let #cx_pat = cx;),
+            );
+            return quote! {
+                #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
+                fn post(
+                    out: &#name::Next,
+                    cx: &#name::Context<'_>,
+                ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
+                    #body
+                }
+            };
+        }
+        let body = conditions(&spec, index, &plain_post, "post", quote!(#map_check));
         quote! {
-            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
-            fn post(
+            const POST_READS_CONTEXT: bool = false;
+            #[allow(unused_variables, clippy::nonminimal_bool)]
+            fn post_without_context(
                 out: &#name::Next,
-                cx: &#name::Context<'_>,
             ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
                 #body
+            }
+            fn post(
+                out: &#name::Next,
+                _cx: &#name::Context<'_>,
+            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
+                Self::post_without_context(out)
             }
         }
     });

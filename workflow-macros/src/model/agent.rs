@@ -1,5 +1,6 @@
 //! The model of an `#[agent]` function and its conditions.
 
+use quote::ToTokens;
 use syn::{Ident, ItemFn, Pat, Type};
 
 use crate::model::syntax::{borrows, camel, collect, take_attrs, typed_arg};
@@ -96,6 +97,33 @@ impl Agent {
             .map(|c| &c.args)
             .collect()
     }
+
+    /// Whether a post-condition may read the agent's context: one of them
+    /// names the context parameter's binding (anywhere in its tokens, macro
+    /// arguments included), or the parameter's pattern is not a plain name.
+    /// When none does, the runtime checks them without building a context.
+    pub fn post_reads_context(&self) -> bool {
+        // `cx` is also the generated `post`'s own parameter.
+        let mut names_read = vec![Ident::new("cx", proc_macro2::Span::call_site())];
+        match &self.cx_pat {
+            Pat::Ident(p) if p.subpat.is_none() => names_read.push(p.ident.clone()),
+            Pat::Wild(_) => {}
+            _ => return true,
+        }
+        self.plain_post().iter().any(|c| {
+            let tokens = c.expr.to_token_stream();
+            names_read.iter().any(|n| names(tokens.clone(), n))
+        })
+    }
+}
+
+/// Whether `tokens` hold the identifier `name`, at any depth.
+fn names(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == *name,
+        proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+        _ => false,
+    })
 }
 
 pub fn agent_from_fn(f: &mut ItemFn) -> Agent {
@@ -155,5 +183,57 @@ pub fn agent_from_fn(f: &mut ItemFn) -> Agent {
         post,
         malformed,
         clash: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agent_from_fn;
+
+    fn reads(f: syn::ItemFn) -> bool {
+        let mut f = f;
+        agent_from_fn(&mut f).post_reads_context()
+    }
+
+    #[test]
+    fn a_post_condition_naming_the_context_reads_it() {
+        // By the parameter's name, inside a macro's arguments too.
+        assert!(reads(syn::parse_quote! {
+            #[post(matches!(out, a::Next::End(n) if *n < ctx.root().max), "m")]
+            async fn a(x: u32, ctx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // `cx` is the generated `post`'s own parameter, whatever the agent
+        // calls its context (or if it ignores it).
+        assert!(reads(syn::parse_quote! {
+            #[post(cx.hops_left() > 0, "m")]
+            async fn a(x: u32, ctx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        assert!(reads(syn::parse_quote! {
+            #[post(cx.hops_left() > 0, "m")]
+            async fn a(x: u32, _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // A pattern that is not a plain name: assumed read.
+        assert!(reads(syn::parse_quote! {
+            #[post(true, "m")]
+            async fn a(x: u32, ref cx @ _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+    }
+
+    #[test]
+    fn a_post_condition_on_the_output_alone_does_not() {
+        assert!(!reads(syn::parse_quote! {
+            #[post(!matches!(out, a::Next::End(t) if t.done == 0), "m")]
+            async fn a(x: u32, cx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // The context ignored with `_`, and a name that merely starts
+        // like it.
+        assert!(!reads(syn::parse_quote! {
+            #[post(cx_like > 0, "m")]
+            async fn a(x: u32, _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // No post-condition at all.
+        assert!(!reads(syn::parse_quote! {
+            async fn a(x: u32, cx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
     }
 }
