@@ -87,9 +87,9 @@ pub use spec::{
     Handoff, Invariants, Lease, LeaseId, MAX_PAYLOAD_DEPTH, Moment, Node, OnReject, OpenEnded,
     OpenQuestions, Operation, OperationPart, Owns, Payload, PayloadError, Receipt, RecordError,
     RecordedPayload, Reject, RejectReason, Revocations, Route, RunError, SchemaName, SchemaSet,
-    Scope, StopCondition, StopConditions, StopWhen, Then, TokenCounter, Tool, ToolCallPermit,
-    ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition, TurnRecord,
-    Uncertainty, Unset, Unusable, Usage, Workflow,
+    Scope, StopCondition, StopConditions, StopList, StopWhen, Then, TokenCounter, Tool,
+    ToolCallPermit, ToolError, ToolErrorKind, ToolInfo, TransferRecord, TransferView, Transition,
+    TurnRecord, Uncertainty, Unset, Unusable, Usage, Workflow,
 };
 pub use spec::{EvidenceSaid, Mode, OpenSaid};
 // What backs an evidence item (its own line: the list above is long).
@@ -301,7 +301,7 @@ pub mod __private {
     pub use crate::spec::UnknownAuthority;
     /// The stop conditions of a handoff whose `#[stop]` part is missing (a
     /// compile error already).
-    pub static NO_STOP: crate::StopWhen = crate::StopWhen { any: Vec::new() };
+    pub static NO_STOP: crate::StopWhen = crate::StopWhen::NONE;
     /// The open questions of a handoff whose `#[uncertainty]` part is
     /// missing (a compile error already).
     pub static NO_OPEN: Vec<crate::Uncertainty> = Vec::new();

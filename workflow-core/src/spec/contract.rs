@@ -453,11 +453,24 @@ impl StopCondition {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct StopWhen {
-    /// Any one of these ends the task.
-    pub any: Vec<StopCondition>,
+    /// Any one of these ends the task. One condition is held inline (a
+    /// handoff's usual `StopWhen::at_hop(..)` allocates nothing); more
+    /// spill to the heap, as a `Vec`'s would.
+    pub any: StopList,
 }
 
+/// The list behind [`StopWhen::any`]: a vector holding its first condition
+/// inline (`smallvec::SmallVec`; `.into()` turns a `Vec` into one).
+pub type StopList = smallvec::SmallVec<[StopCondition; 1]>;
+
 impl StopWhen {
+    /// No stop condition at all, usable in a `static`: rejected at the
+    /// receipt unless the handoff type opts out with
+    /// `#[handoff(unbounded_stop)]`.
+    pub const NONE: StopWhen = StopWhen {
+        any: smallvec::SmallVec::new_const(),
+    };
+
     /// Stop conditions from a list.
     pub fn any(conditions: impl IntoIterator<Item = StopCondition>) -> Self {
         StopWhen {
@@ -710,3 +723,34 @@ impl Authority for UnknownAuthority {
     const NAME: &'static str = "<missing #[authority] part>";
 }
 impl<A> Owns<UnknownAuthority> for A {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stop_condition_is_held_inline_and_the_list_reads_as_a_vecs() {
+        let one = StopWhen::at_hop(3);
+        assert!(!one.any.spilled(), "one condition allocates nothing");
+        let more = StopWhen::at_hop(3).or_tokens(100).or_when("the user cancels");
+        assert!(more.any.spilled());
+        // On the wire and in the schema, the list is a plain array, as the
+        // `Vec` it replaced.
+        let json = serde_json::to_value(&more).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"kind": "hop_reached", "hop": 3},
+                {"kind": "tokens_spent", "tokens": 100},
+                {"kind": "described", "text": "the user cancels"},
+            ])
+        );
+        let back: StopWhen = serde_json::from_value(json).unwrap();
+        assert_eq!(back, more);
+        let schema = serde_json::to_value(schemars::schema_for!(StopWhen)).unwrap();
+        let vec_schema = serde_json::to_value(schemars::schema_for!(Vec<StopCondition>)).unwrap();
+        assert_eq!(schema["type"], "array");
+        assert_eq!(schema["items"], vec_schema["items"]);
+        assert!(StopWhen::NONE.any.is_empty());
+    }
+}

@@ -30,7 +30,7 @@ enum Mistake {
     ForeignScope,
 }
 
-static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen { any: Vec::new() };
+static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen::NONE;
 static NO_OPEN: Vec<workflow_core::Uncertainty> = Vec::new();
 static NO_EVIDENCE: Vec<workflow_core::Evidence> = Vec::new();
 

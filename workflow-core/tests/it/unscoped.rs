@@ -168,7 +168,7 @@ impl Granted<OpenDoor> for Guard {}
 impl Granted<Launch> for Guard {}
 impl Granted<Orphan> for Guard {}
 
-static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen { any: Vec::new() };
+static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen::NONE;
 static NO_OPEN: Vec<workflow_core::Uncertainty> = Vec::new();
 static NO_EVIDENCE: Vec<workflow_core::Evidence> = Vec::new();
 
