@@ -732,7 +732,9 @@ mod tests {
     fn one_stop_condition_is_held_inline_and_the_list_reads_as_a_vecs() {
         let one = StopWhen::at_hop(3);
         assert!(!one.any.spilled(), "one condition allocates nothing");
-        let more = StopWhen::at_hop(3).or_tokens(100).or_when("the user cancels");
+        let more = StopWhen::at_hop(3)
+            .or_tokens(100)
+            .or_when("the user cancels");
         assert!(more.any.spilled());
         // On the wire and in the schema, the list is a plain array, as the
         // `Vec` it replaced.
