@@ -141,6 +141,15 @@ pub enum Transition<W: Workflow> {
     End(W::Output),
 }
 
+/// The post-condition an [`Agent`] impl breaks when it sets
+/// `POST_READS_CONTEXT` to `false` without its own `post_without_context`:
+/// its turns fail, and say why, rather than skip its checks.
+#[doc(hidden)]
+pub static POST_WITHOUT_CONTEXT_MISSING: Condition = Condition {
+    expr: "POST_READS_CONTEXT = false",
+    message: "the agent's impl sets `POST_READS_CONTEXT` to false without a `post_without_context` of its own",
+};
+
 /// An agent of workflow `W`.
 pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
     /// The agent's index in [`Graph::agents`].
@@ -198,10 +207,13 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
 
     /// The post-conditions, for an agent whose conditions do not read the
     /// context ([`POST_READS_CONTEXT`](Self::POST_READS_CONTEXT) `false`):
-    /// the same checks as [`post`](Self::post). Not called otherwise.
+    /// the same checks as [`post`](Self::post). Not called otherwise. The
+    /// two are set together; an impl that sets the flag alone fails every
+    /// turn with [`POST_WITHOUT_CONTEXT_MISSING`] rather than skip its
+    /// checks.
     #[doc(hidden)]
     fn post_without_context(_out: &Self::Next) -> Result<(), &'static Condition> {
-        Ok(())
+        Err(&POST_WITHOUT_CONTEXT_MISSING)
     }
 
     /// For a join agent: the verdict of every branch in `input` that ended

@@ -42,6 +42,102 @@ pub mod output_only {
     }
 }
 
+/// A fan-out whose two branches have post-conditions: `near` reads the
+/// context, `far` only its output.
+#[workflow(entry = lead, output = Seen)]
+pub mod fan {
+    use super::*;
+
+    /// The most a branch may answer.
+    #[invariants]
+    #[derive(Debug, Clone)]
+    pub struct Root {
+        /// The most a branch may answer.
+        pub most: u32,
+    }
+
+    #[handoff]
+    pub struct Ask {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Answer>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub n: u32,
+    }
+
+    #[handoff]
+    pub struct FarAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Far>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub n: u32,
+    }
+
+    #[agent(owns = [Lead], to = [parallel(near, far)])]
+    async fn lead(n: u32, cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        Ok(lead::Next::Parallel(lead::Parallel {
+            near: Ask {
+                op: Operation::new("answer", ""),
+                scope: cx.lease(authority::Answer).until_hop(cx.hop() + 3),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 4),
+                n,
+            },
+            far: FarAsk {
+                op: Operation::new("answer", ""),
+                scope: cx.lease(authority::Far).until_hop(cx.hop() + 3),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 4),
+                n,
+            },
+        }))
+    }
+
+    #[agent(owns = [Answer], to = [judge])]
+    #[post(matches!(out, near::Next::Judge(Out(n)) if *n <= cx.root().most), "near: at most the root's most")]
+    async fn near(ask: Ask, cx: near::Context<'_>) -> Result<near::Next, Reject> {
+        let _ = cx.hop();
+        Ok(near::Next::Judge(Out(ask.n)))
+    }
+
+    #[agent(owns = [Far], to = [judge])]
+    #[post(!matches!(out, far::Next::Judge(Out(n)) if *n > 10), "far: at most 10")]
+    async fn far(ask: FarAsk, _cx: far::Context<'_>) -> Result<far::Next, Reject> {
+        Ok(far::Next::Judge(Out(ask.n)))
+    }
+
+    #[agent(owns = [Judge], join = [near: Out, far: Out], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        let seen = [("near", &views.near), ("far", &views.far)]
+            .into_iter()
+            .map(|(name, view)| match view {
+                Branch::Done(out) => format!("{name}: {}", out.0),
+                other => format!("{name}: {other}"),
+            })
+            .collect();
+        Ok(judge::Next::End(Seen(seen)))
+    }
+}
+
+/// What the fan-out's judge saw of each branch.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Seen(pub Vec<String>);
+
 #[test]
 fn only_a_condition_naming_the_context_is_checked_with_one() {
     let reads_context = [
@@ -49,6 +145,57 @@ fn only_a_condition_naming_the_context_is_checked_with_one() {
         <output_only::only::Agent as Agent<output_only::Spec>>::POST_READS_CONTEXT,
     ];
     assert_eq!(reads_context, [true, false]);
+    let branches = [
+        <fan::near::Agent as Agent<fan::Spec>>::POST_READS_CONTEXT,
+        <fan::far::Agent as Agent<fan::Spec>>::POST_READS_CONTEXT,
+    ];
+    assert_eq!(branches, [true, false]);
+}
+
+#[test]
+fn an_impl_that_claims_no_context_without_the_check_fails_closed() {
+    // `first` reads its context: it keeps the default
+    // `post_without_context`, which the runtime never calls for it, and
+    // which refuses rather than pass.
+    let out = reads::first::Next::End(Out(0));
+    let refused = <reads::first::Agent as Agent<reads::Spec>>::post_without_context(&out)
+        .expect_err("the default refuses");
+    assert_eq!(refused.expr, "POST_READS_CONTEXT = false");
+}
+
+#[tokio::test]
+async fn in_a_fan_out_each_branch_is_checked_its_own_way() {
+    let done = fan::Workflow::new(fan::Root { most: 20 }, ())
+        .run(5)
+        .await
+        .expect("both hold");
+    assert_eq!(done.output.0, ["near: 5", "far: 5"]);
+    // Over `far`'s 10, within the root's 20: only `far` fails.
+    let done = fan::Workflow::new(fan::Root { most: 20 }, ())
+        .run(15)
+        .await
+        .expect("the judge runs");
+    assert_eq!(done.output.0[0], "near: 15");
+    assert!(
+        done.output.0[1].contains("far: at most 10"),
+        "{:?}",
+        done.output.0
+    );
+    // Over the root's 12 too: `near`, reading its context, fails as well.
+    let done = fan::Workflow::new(fan::Root { most: 12 }, ())
+        .run(15)
+        .await
+        .expect("the judge runs");
+    assert!(
+        done.output.0[0].contains("near: at most the root's most"),
+        "{:?}",
+        done.output.0
+    );
+    assert!(
+        done.output.0[1].contains("far: at most 10"),
+        "{:?}",
+        done.output.0
+    );
 }
 
 #[tokio::test]

@@ -424,7 +424,7 @@ pub(super) fn agent(
         let body = conditions(&spec, index, &plain_post, "post", quote!(#map_check));
         quote! {
             const POST_READS_CONTEXT: bool = false;
-            #[allow(unused_variables, clippy::nonminimal_bool)]
+            #[allow(unused_variables, unused_mut, clippy::nonminimal_bool)]
             fn post_without_context(
                 out: &#name::Next,
             ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
@@ -434,7 +434,7 @@ pub(super) fn agent(
                 out: &#name::Next,
                 _cx: &#name::Context<'_>,
             ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
-                Self::post_without_context(out)
+                <Self as ::workflow_core::__private::Agent<#spec>>::post_without_context(out)
             }
         }
     });

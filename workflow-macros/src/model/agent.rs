@@ -1,6 +1,7 @@
 //! The model of an `#[agent]` function and its conditions.
 
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::{Ident, ItemFn, Pat, Type};
 
 use crate::model::syntax::{borrows, camel, collect, take_attrs, typed_arg};
@@ -100,13 +101,15 @@ impl Agent {
 
     /// Whether a post-condition may read the agent's context: one of them
     /// names the context parameter's binding (anywhere in its tokens, macro
-    /// arguments included), or the parameter's pattern is not a plain name.
-    /// When none does, the runtime checks them without building a context.
+    /// arguments included, raw or not, or as a word inside a literal, which
+    /// `format!`-style macros capture), or the parameter's pattern is not a
+    /// plain name. When none does, the runtime checks them without
+    /// building a context.
     pub fn post_reads_context(&self) -> bool {
         // `cx` is also the generated `post`'s own parameter.
-        let mut names_read = vec![Ident::new("cx", proc_macro2::Span::call_site())];
+        let mut names_read = vec!["cx".to_owned()];
         match &self.cx_pat {
-            Pat::Ident(p) if p.subpat.is_none() => names_read.push(p.ident.clone()),
+            Pat::Ident(p) if p.subpat.is_none() => names_read.push(p.ident.unraw().to_string()),
             Pat::Wild(_) => {}
             _ => return true,
         }
@@ -117,12 +120,22 @@ impl Agent {
     }
 }
 
-/// Whether `tokens` hold the identifier `name`, at any depth.
-fn names(tokens: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+/// Whether `tokens` hold the identifier `name` (raw or not) at any depth,
+/// or a literal holding it as a word (a string a macro may capture from).
+fn names(tokens: proc_macro2::TokenStream, name: &str) -> bool {
     tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) => i == *name,
+        proc_macro2::TokenTree::Ident(i) => i.unraw() == name,
         proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
-        _ => false,
+        proc_macro2::TokenTree::Literal(l) => {
+            let text = l.to_string();
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].chars().next();
+                !before.is_some_and(word) && !after.is_some_and(word)
+            })
+        }
+        proc_macro2::TokenTree::Punct(_) => false,
     })
 }
 
@@ -212,6 +225,20 @@ mod tests {
             #[post(cx.hops_left() > 0, "m")]
             async fn a(x: u32, _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
         }));
+        // Raw identifiers, in the condition and in the parameter.
+        assert!(reads(syn::parse_quote! {
+            #[post(r#cx.hop() < 100, "m")]
+            async fn a(x: u32, _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        assert!(reads(syn::parse_quote! {
+            #[post(ctx.hop() < 100, "m")]
+            async fn a(x: u32, r#ctx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // A name a format string captures.
+        assert!(reads(syn::parse_quote! {
+            #[post(!format!("{ctx:p}").is_empty(), "m")]
+            async fn a(x: u32, ctx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
         // A pattern that is not a plain name: assumed read.
         assert!(reads(syn::parse_quote! {
             #[post(true, "m")]
@@ -230,6 +257,11 @@ mod tests {
         assert!(!reads(syn::parse_quote! {
             #[post(cx_like > 0, "m")]
             async fn a(x: u32, _: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
+        }));
+        // A literal holding the name only inside a longer word.
+        assert!(!reads(syn::parse_quote! {
+            #[post(out.to_string() != "ctx_done", "m")]
+            async fn a(x: u32, ctx: a::Context<'_>) -> Result<a::Next, Reject> { todo!() }
         }));
         // No post-condition at all.
         assert!(!reads(syn::parse_quote! {
