@@ -1407,21 +1407,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// [`deliver`](Self::deliver) without the body's context: the context
-    /// for the post-conditions is built only when the agent has some
-    /// (generated turns use this; the body keeps its own context).
+    /// for the post-conditions is built only when the agent has some that
+    /// read it (generated turns use this; the body keeps its own context).
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn deliver_turn<A: Agent<W>>(
         &mut self,
         result: Result<A::Next, Reject>,
     ) -> Result<Transition<W>, RunError> {
-        if A::HAS_POST && !A::POST_READS_CONTEXT {
-            self.deliver_checked::<A>(result, |next| A::post_without_context(next))
-        } else if A::HAS_POST {
-            let mut cx = self.context::<A>(self.turn_scope);
-            cx.hop = self.hops.saturating_sub(1);
-            self.deliver(result, cx)
-        } else {
-            self.deliver_checked::<A>(result, |_| Ok(()))
+        match (A::HAS_POST, A::POST_READS_CONTEXT) {
+            (false, _) => self.deliver_checked::<A>(result, |_| Ok(())),
+            (true, false) => self.deliver_checked::<A>(result, A::post_without_context),
+            (true, true) => {
+                let mut cx = self.context::<A>(self.turn_scope);
+                cx.hop = self.hops.saturating_sub(1);
+                self.deliver(result, cx)
+            }
         }
     }
 

@@ -192,9 +192,18 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
     /// `post`.
     const HAS_POST: bool = true;
 
-    /// Evaluates the post-conditions on the output; the first that fails is returned.
-    fn post(_out: &Self::Next, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
-        Ok(())
+    /// Evaluates the post-conditions on the output; the first that fails is
+    /// returned. The default checks
+    /// [`post_without_context`](Self::post_without_context) when
+    /// [`POST_READS_CONTEXT`](Self::POST_READS_CONTEXT) is `false` (the
+    /// generated conditions that do not read the context), and nothing
+    /// otherwise.
+    fn post(out: &Self::Next, _cx: &Context<'_, W, Self>) -> Result<(), &'static Condition> {
+        if Self::POST_READS_CONTEXT {
+            Ok(())
+        } else {
+            Self::post_without_context(out)
+        }
     }
 
     /// Whether [`post`](Self::post) may read its context. Generated code

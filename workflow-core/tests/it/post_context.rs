@@ -42,6 +42,23 @@ pub mod output_only {
     }
 }
 
+/// An agent that asks its own `Agent::post` (the trait's, as a
+/// hand-written caller of `Runtime::deliver` does) about an output before
+/// it returns one.
+#[workflow(entry = asks, output = Out)]
+pub mod self_check {
+    use super::*;
+
+    /// Answers `n` when its post-condition would let `n` through, else 0.
+    #[agent(to = [END])]
+    #[post(!matches!(out, asks::Next::End(Out(n)) if *n > 10), "at most 10")]
+    async fn asks(n: u32, cx: asks::Context<'_>) -> Result<asks::Next, Reject> {
+        let probe = asks::Next::End(Out(n));
+        let passes = <asks::Agent as workflow_core::Agent<Spec>>::post(&probe, &cx).is_ok();
+        Ok(asks::Next::End(Out(if passes { n } else { 0 })))
+    }
+}
+
 /// A fan-out whose two branches have post-conditions: `near` reads the
 /// context, `far` only its output.
 #[workflow(entry = lead, output = Seen)]
@@ -161,6 +178,19 @@ fn an_impl_that_claims_no_context_without_the_check_fails_closed() {
     let refused = <reads::first::Agent as Agent<reads::Spec>>::post_without_context(&out)
         .expect_err("the default refuses");
     assert_eq!(refused.expr, "POST_READS_CONTEXT = false");
+}
+
+#[tokio::test]
+async fn the_traits_post_checks_the_conditions_that_need_no_context() {
+    // The conditions do not name the context, so the generated code has
+    // only `post_without_context`; `post` reaches it through the trait.
+    assert_eq!(
+        [<self_check::asks::Agent as Agent<self_check::Spec>>::POST_READS_CONTEXT],
+        [false]
+    );
+    let wf = self_check::Workflow::new((), ());
+    assert_eq!(wf.run(5).await.expect("passes").output.0, 5);
+    assert_eq!(wf.run(11).await.expect("answers 0").output.0, 0);
 }
 
 #[tokio::test]

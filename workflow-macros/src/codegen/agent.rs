@@ -401,7 +401,8 @@ pub(super) fn agent(
         )
     });
     // Post-conditions that never name the context are checked without
-    // one (`post_without_context`): the runtime then builds none for them.
+    // one (`post_without_context`): the runtime then builds none for them,
+    // and the trait's default `post` calls them for any other caller.
     let post = (!plain_post.is_empty() || map_check.is_some()).then(|| {
         if a.post_reads_context() {
             let body = conditions(
@@ -429,12 +430,6 @@ pub(super) fn agent(
                 out: &#name::Next,
             ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
                 #body
-            }
-            fn post(
-                out: &#name::Next,
-                _cx: &#name::Context<'_>,
-            ) -> ::workflow_core::__private::Result<(), &'static ::workflow_core::__private::Condition> {
-                <Self as ::workflow_core::__private::Agent<#spec>>::post_without_context(out)
             }
         }
     });

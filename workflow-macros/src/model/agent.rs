@@ -113,26 +113,28 @@ impl Agent {
             Pat::Wild(_) => {}
             _ => return true,
         }
-        self.plain_post().iter().any(|c| {
-            let tokens = c.expr.to_token_stream();
-            names_read.iter().any(|n| names(tokens.clone(), n))
-        })
+        self.plain_post()
+            .iter()
+            .any(|c| names(c.expr.to_token_stream(), &names_read))
     }
 }
 
-/// Whether `tokens` hold the identifier `name` (raw or not) at any depth,
-/// or a literal holding it as a word (a string a macro may capture from).
-fn names(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+/// Whether `tokens` hold one of the identifiers `wanted` (raw or not) at
+/// any depth, or a literal holding one as a word (a string a macro may
+/// capture from).
+fn names(tokens: proc_macro2::TokenStream, wanted: &[String]) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
     tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) => i.unraw() == name,
-        proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+        proc_macro2::TokenTree::Ident(i) => wanted.contains(&i.unraw().to_string()),
+        proc_macro2::TokenTree::Group(g) => names(g.stream(), wanted),
         proc_macro2::TokenTree::Literal(l) => {
             let text = l.to_string();
-            let word = |c: char| c.is_alphanumeric() || c == '_';
-            text.match_indices(name).any(|(at, _)| {
-                let before = text[..at].chars().next_back();
-                let after = text[at + name.len()..].chars().next();
-                !before.is_some_and(word) && !after.is_some_and(word)
+            wanted.iter().any(|name| {
+                text.match_indices(name.as_str()).any(|(at, _)| {
+                    let before = text[..at].chars().next_back();
+                    let after = text[at + name.len()..].chars().next();
+                    !before.is_some_and(word) && !after.is_some_and(word)
+                })
             })
         }
         proc_macro2::TokenTree::Punct(_) => false,
