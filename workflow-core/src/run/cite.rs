@@ -20,7 +20,7 @@ impl<W: Workflow, A> Context<'_, W, A> {
     /// ```
     pub fn citation<T: Tool<W>>(&self, tool: T) -> Result<Citation, Reject> {
         let _ = tool;
-        let log = self.shared.lock();
+        let log = self.run.shared().lock();
         log.calls
             .iter()
             .filter(|c| c.tool == T::NAME)
@@ -28,7 +28,7 @@ impl<W: Workflow, A> Context<'_, W, A> {
             .and_then(|c| match &c.outcome {
                 ToolOutcome::Ok { digest, .. } => Some(Citation::ToolCall {
                     tool: Cow::Borrowed(T::NAME),
-                    turn: self.turn_seq,
+                    turn: self.run.turn().turn_seq,
                     index: c.index,
                     digest: digest.clone(),
                 }),
@@ -61,7 +61,7 @@ impl<W: Workflow, A> Context<'_, W, A> {
     /// successfully stays uncited, and the receipt rejects it
     /// (`uncited_evidence`); items with citations are left as they are.
     pub fn cite_calls(&self, evidence: impl IntoIterator<Item = Evidence>) -> Vec<Evidence> {
-        let log = self.shared.lock();
+        let log = self.run.shared().lock();
         evidence
             .into_iter()
             .map(|item| {
@@ -77,7 +77,7 @@ impl<W: Workflow, A> Context<'_, W, A> {
                     Some((call, ToolOutcome::Ok { digest, .. })) => {
                         let citation = Citation::ToolCall {
                             tool: call.tool.clone(),
-                            turn: self.turn_seq,
+                            turn: self.run.turn().turn_seq,
                             index: call.index,
                             digest: digest.clone(),
                         };

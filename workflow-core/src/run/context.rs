@@ -17,30 +17,123 @@ use crate::spec::{Agent, Granted, Tool, Workflow};
 pub struct Context<'x, W: Workflow, A> {
     pub(crate) root: &'x W::Root,
     pub(crate) deps: &'x W::Deps,
+    /// The turn (its hop, scope, records and journal) and the run's state
+    /// it reads: lent by the runtime, or owned (see [`TurnRef`]).
+    pub(crate) run: TurnRef<'x>,
+    pub(crate) earlier: once_cell::race::OnceBox<Vec<crate::run::EarlierTurn<W, A>>>,
+    pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+/// What a context knows of its turn: kept by the runtime for the turn that
+/// runs (and lent to its context), or owned by a fan-out branch's context.
+#[derive(Clone, Default)]
+pub(crate) struct TurnView<'x> {
+    /// The hop the turn runs at.
     pub(crate) hop: u32,
-    /// The scope of the handoff the agent works under (`None` for the
-    /// workflow input, which delegates nothing).
-    pub(crate) scope: Option<(&'static str, Expiry)>,
     /// The transfer record that granted the turn's scope (its lease's id
     /// with the run's).
     pub(crate) lease_seq: u32,
-    pub(crate) shared: Arc<RunShared>,
     /// The sequence number the record of this turn's outcome takes (its
     /// handoff, or the record of its failure): with the call's index, what
     /// identifies a tool call of the run.
     pub(crate) turn_seq: u32,
-    /// Where each tool call's outcome is journaled before the agent sees it
-    /// (the run's ledger), so that a resumed turn does not repeat it.
-    pub(crate) journal: Option<Journal<'x>>,
     /// How many of the run's logged turns this context may see (0: the
     /// agent has none); its own view of them is built on first request.
     pub(crate) earlier_upto: u32,
-    /// The run's payload bytes as they stood when the turn started (`None`
-    /// when the agent has no earlier turns): what its earlier turns are
-    /// read from, without a copy.
+    /// The scope of the handoff the agent works under (`None` for the
+    /// workflow input, which delegates nothing).
+    pub(crate) scope: Option<(&'static str, Expiry)>,
+    /// Where each tool call's outcome is journaled before the agent sees it
+    /// (the run's ledger), so that a resumed turn does not repeat it.
+    pub(crate) journal: Option<Journal<'x>>,
+}
+
+/// A context's turn and the run's state it reads: the [`TurnView`], the
+/// run's shared state (the turn's log, the budgets, the earlier-turn log)
+/// and its payload bytes as they stood when the turn started (`None` when
+/// the agent has no earlier turns: what its earlier turns are read from,
+/// without a copy).
+///
+/// A turn's context borrows them from the runtime for the turn (the
+/// generated loop's turns and `Runtime::turn`): the runtime changes none of
+/// them while the body runs, nothing is counted in or out, and the context
+/// stays small to move. A fan-out branch's context is kept while the
+/// runtime records its siblings, so it owns them, in one allocation.
+pub(crate) enum TurnRef<'x> {
+    /// Borrowed from the runtime for the turn.
+    Lent {
+        turn: &'x TurnView<'x>,
+        shared: &'x Arc<RunShared>,
+        payloads: Option<&'x crate::run::Payloads>,
+    },
+    /// Held by the context (a branch's, a canary's).
+    Owned(Box<OwnedTurn<'x>>),
+}
+
+/// What an owned [`TurnRef`] holds.
+#[derive(Clone)]
+pub(crate) struct OwnedTurn<'x> {
+    pub(crate) turn: TurnView<'x>,
+    pub(crate) shared: Arc<RunShared>,
     pub(crate) payloads: Option<crate::run::Payloads>,
-    pub(crate) earlier: once_cell::race::OnceBox<Vec<crate::run::EarlierTurn<W, A>>>,
-    pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+impl<'x> TurnRef<'x> {
+    /// The turn.
+    #[inline]
+    pub(crate) fn turn(&self) -> &TurnView<'x> {
+        match self {
+            TurnRef::Lent { turn, .. } => turn,
+            TurnRef::Owned(owned) => &owned.turn,
+        }
+    }
+
+    /// The run's shared state (an `Arc`, for what keeps it past the
+    /// context: a model call's).
+    #[inline]
+    pub(crate) fn shared(&self) -> &Arc<RunShared> {
+        match self {
+            TurnRef::Lent { shared, .. } => shared,
+            TurnRef::Owned(owned) => &owned.shared,
+        }
+    }
+
+    /// The run's payload bytes as they stood when the turn started.
+    pub(crate) fn payloads(&self) -> Option<&crate::run::Payloads> {
+        match self {
+            TurnRef::Lent { payloads, .. } => *payloads,
+            TurnRef::Owned(owned) => owned.payloads.as_ref(),
+        }
+    }
+}
+
+impl<'x> OwnedTurn<'x> {
+    /// Lent to a context that lives shorter than this (a pre- or
+    /// post-condition's on a branch).
+    pub(crate) fn lend(&self) -> TurnRef<'_> {
+        TurnRef::Lent {
+            turn: &self.turn,
+            shared: &self.shared,
+            payloads: self.payloads.as_ref(),
+        }
+    }
+}
+
+impl Clone for TurnRef<'_> {
+    fn clone(&self) -> Self {
+        match self {
+            TurnRef::Lent {
+                turn,
+                shared,
+                payloads,
+            } => TurnRef::Lent {
+                turn,
+                shared,
+                payloads: *payloads,
+            },
+            TurnRef::Owned(owned) => TurnRef::Owned(owned.clone()),
+        }
+    }
 }
 
 /// Where a turn's tool calls are journaled: the run's ledger, and the hash
@@ -216,12 +309,12 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
 
     /// Agent turns completed before this one.
     pub fn hop(&self) -> u32 {
-        self.hop
+        self.run.turn().hop
     }
 
     /// The run's id.
     pub fn run_id(&self) -> u64 {
-        self.shared.run_id
+        self.run.shared().run_id
     }
 
     /// A lease on `authority` for the receiver of a handoff (which must
@@ -234,9 +327,9 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     pub fn lease<Au: Authority>(&self, authority: Au) -> Lease<Au> {
         Lease::granted(
             authority,
-            self.hop,
+            self.run.turn().hop,
             self.lease_expires(),
-            self.shared.max_hops,
+            self.run.shared().max_hops,
         )
     }
 
@@ -260,13 +353,13 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// returned it: who, and why. Handle it: sending the same payload again
     /// is rejected.
     pub fn returned(&self) -> Option<Returned> {
-        self.shared.lock().returned.as_deref().cloned()
+        self.run.shared().lock().returned.as_deref().cloned()
     }
 
     /// When this turn runs after a person approved its input at an
     /// escalation: who, and whether they edited it.
     pub fn approval(&self) -> Option<Approval> {
-        self.shared.lock().approval.clone()
+        self.run.shared().lock().approval.clone()
     }
 
     /// At a join whose branches gave different verdicts (`#[verdict]`): who
@@ -278,7 +371,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// or it is rejected with `verdict_dropped`. `None` when the branches
     /// agree, or outside a join.
     pub fn disagreement(&self) -> Option<crate::spec::Disagreement> {
-        self.shared.lock().disagreement.clone()
+        self.run.shared().lock().disagreement.clone()
     }
 
     /// Charges `usage` (tokens, cost) to the run's budget. Past a budget it
@@ -286,7 +379,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// [`RunError::BudgetExhausted`](crate::RunError::BudgetExhausted) at the end of the turn whatever the
     /// agent does with the error.
     pub fn charge(&self, usage: Usage) -> Result<(), BudgetExhausted> {
-        self.shared.charge(usage)
+        self.run.shared().charge(usage)
     }
 
     /// Asks the run's model (`Executor::with_model`) for a `T`: the prompt
@@ -299,8 +392,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         &self,
         prompt: impl Into<crate::llm::Prompt>,
     ) -> crate::run::Generation<'static, T> {
-        let model = self.shared.model.clone();
-        crate::run::Generation::shared(self.shared.clone(), model, prompt.into())
+        let model = self.run.shared().model.clone();
+        crate::run::Generation::shared(self.run.shared().clone(), model, prompt.into())
     }
 
     /// Hands the run's model a prompt and a set of this agent's granted
@@ -324,12 +417,12 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         model: &'m dyn crate::llm::Model,
         prompt: impl Into<crate::llm::Prompt>,
     ) -> crate::run::Generation<'m, T> {
-        crate::run::Generation::borrowed(self.shared.clone(), model, prompt.into())
+        crate::run::Generation::borrowed(self.run.shared().clone(), model, prompt.into())
     }
 
     /// What the run has spent so far, this turn included.
     pub fn spent(&self) -> Usage {
-        self.shared.lock().spent()
+        self.run.shared().lock().spent()
     }
 
     /// This agent's earlier turns in this run, oldest first: for each
@@ -342,14 +435,19 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     where
         A: Agent<W>,
     {
-        let Some(payloads) = self.payloads.as_ref().filter(|_| self.earlier_upto > 0) else {
+        let Some(payloads) = self
+            .run
+            .payloads()
+            .filter(|_| self.run.turn().earlier_upto > 0)
+        else {
             return &[];
         };
         self.earlier.get_or_init(|| {
             Box::new(
-                self.shared
+                self.run
+                    .shared()
                     .earlier()
-                    .turns_of::<W, A>(self.earlier_upto, payloads),
+                    .turns_of::<W, A>(self.run.turn().earlier_upto, payloads),
             )
         })
     }
@@ -359,9 +457,10 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// stops it: 0 means a handoff from this turn is rejected at its
     /// receipt, so this turn should end the run if it can.
     pub fn hops_left(&self) -> u32 {
-        self.shared
+        self.run
+            .shared()
             .max_hops
-            .saturating_sub(self.hop.saturating_add(1))
+            .saturating_sub(self.run.turn().hop.saturating_add(1))
     }
 
     /// How many more handoffs this agent may make to agent `B` (its
@@ -392,7 +491,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             .find(|(_, e)| e.from == from && to(e.to))?;
         let bound = edge.bound?;
         let used = self
-            .shared
+            .run
+            .shared()
             .edge_uses
             .get(i)
             .map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
@@ -404,7 +504,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// has spent; a limit not set stays `None`. `None` when the run has no
     /// budget.
     pub fn budget_left(&self) -> Option<crate::spec::Budget> {
-        let budget = self.shared.budget?;
+        let budget = self.run.shared().budget?;
         let spent = self.spent();
         Some(crate::spec::Budget {
             tokens: budget
@@ -423,7 +523,8 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     /// passes: zero once it has; `None` when the run has no deadline. A
     /// turn still running at the deadline is stopped.
     pub fn time_left(&self) -> Option<std::time::Duration> {
-        self.shared
+        self.run
+            .shared()
             .deadline
             .map(|at| at.saturating_duration_since(std::time::Instant::now()))
     }
@@ -461,22 +562,22 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             otel.name = %format_args!("execute_tool {}", T::NAME),
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = T::NAME,
-            gen_ai.conversation.id = self.shared.run_id,
+            gen_ai.conversation.id = self.run.shared().run_id,
             "error.type" = tracing::field::Empty,
         );
         let deps = self.deps;
         let root = self.root;
-        let shared = self.shared.clone();
+        let shared = self.run.shared().clone();
         let at = CallSite {
             agent: self.agent_name(),
             owns: self.owned_authorities(),
-            scope: self.scope,
-            lease_seq: self.lease_seq,
-            hop: self.hop,
-            run_id: self.shared.run_id,
-            turn_seq: self.turn_seq,
-            journal: self.journal.clone(),
-            mode: self.shared.mode,
+            scope: self.run.turn().scope,
+            lease_seq: self.run.turn().lease_seq,
+            hop: self.run.turn().hop,
+            run_id: self.run.shared().run_id,
+            turn_seq: self.run.turn().turn_seq,
+            journal: self.run.turn().journal.clone(),
+            mode: self.run.shared().mode,
         };
         let call = async move { call_tool::<W, T>(tool, input, deps, root, &shared, at).await };
         #[cfg(feature = "tracing")]
@@ -490,21 +591,28 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
     }
 }
 
+impl<'x, W: Workflow, A> Context<'x, W, A> {
+    /// A context on `root`, `deps` and `run`.
+    #[inline]
+    pub(crate) fn new(root: &'x W::Root, deps: &'x W::Deps, run: TurnRef<'x>) -> Self {
+        Context {
+            root,
+            deps,
+            run,
+            earlier: once_cell::race::OnceBox::new(),
+            agent: PhantomData,
+        }
+    }
+}
+
 impl<W: Workflow, A> Clone for Context<'_, W, A> {
     fn clone(&self) -> Self {
         Context {
             root: self.root,
             deps: self.deps,
-            hop: self.hop,
-            scope: self.scope,
-            lease_seq: self.lease_seq,
-            shared: self.shared.clone(),
-            turn_seq: self.turn_seq,
-            journal: self.journal.clone(),
-            earlier_upto: self.earlier_upto,
-            payloads: self.payloads.clone(),
-            // Built again on request: a clone is made for a post-condition
-            // at most, which rarely asks.
+            run: self.run.clone(),
+            // Built again on request: a clone is made for a tool loop at
+            // most, which rarely asks.
             earlier: once_cell::race::OnceBox::new(),
             agent: PhantomData,
         }

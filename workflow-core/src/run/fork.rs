@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::run::receipt::check_pre;
-use crate::run::{Context, RunShared, Runtime, Status, TurnLog};
+use crate::run::{Context, OwnedTurn, RunShared, Runtime, Status, TurnLog, TurnRef};
 use crate::spec::{Agent, Branch, ContractView, Expiry, Workflow};
 use crate::spec::{Escalation, Fork, Lineage, Node, Reject, RejectReason, RunError, Then};
 use crate::spec::{TurnRecord, Usage, agent_name};
@@ -457,7 +457,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         Ok(ForkRun {
             fork,
             at,
-            scope: self.turn_scope,
+            scope: self.turn.scope,
             open: std::mem::take(&mut self.open),
             spent: self.spent,
             pool: Arc::default(),
@@ -567,7 +567,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // Every branch is lent the fan-out agent's scope, as if it were the
         // only receiver: the transfer records it as its sender's scope.
-        self.turn_scope = fork.scope;
+        self.turn.scope = fork.scope;
         let refused = self.record(edge, info, &input, Status::Pending)?;
         let start = (self.transcript.len() - 1) as u32;
         self.keep_turn(start, keep);
@@ -612,8 +612,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         sender: Vec<RejectReason>,
     ) -> Result<(), RunError> {
         let contract = A::contract(&input);
-        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
-        turn.scope = self.turn_scope;
+        self.turn.scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        turn.scope = self.turn.scope;
         let dropped = self
             .dropped_question(contract.as_ref())
             .map(|question| RejectReason::UncertaintyDropped { question });
@@ -637,8 +637,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 return Ok(());
             }
         }
-        let cx = self.context::<A>(self.turn_scope);
-        if let Some(reason) = check_pre::<W, A>(&input, &cx)
+        let owned = self.owned_turn::<A>(self.turn.scope);
+        let pre = check_pre::<W, A>(&input, &Context::new(self.root, self.deps, owned.lend()));
+        if let Some(reason) = pre
             && let Some(refusal) = self.branch_verdict(reason)?
         {
             turn.state = BranchState::Refused(refusal);
@@ -661,7 +662,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 resumed: false,
             };
         } else {
-            self.start_body(fork, turn, input, cx, anchor, None);
+            self.start_body(fork, turn, input, owned, anchor, None);
         }
         Ok(())
     }
@@ -701,10 +702,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let readied = if resumed {
             self.resume_ready(fork, turn, input, anchor)
         } else {
-            let mut cx = self.context::<A>(turn.scope);
-            cx.lease_seq = turn.start;
+            let mut owned = self.owned_turn::<A>(turn.scope);
+            owned.turn.lease_seq = turn.start;
             self.progress::<A>();
-            self.start_body(fork, turn, input, cx, anchor, None);
+            self.start_body(fork, turn, input, owned, anchor, None);
             Ok(())
         };
         fork.round_base = fork.next_outcome;
@@ -788,7 +789,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         fork: &mut ForkRun,
         turn: &mut BranchTurn<'x, W, A>,
         input: A::Input,
-        mut cx: Context<'x, W, A>,
+        mut owned: OwnedTurn<'x>,
         anchor: Arc<str>,
         recorded: Option<crate::ledger::RecordedCalls>,
     ) {
@@ -803,11 +804,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             shared.lock().disagreement = Some(d.clone());
             shared.mark();
         }
-        cx.shared = shared.clone();
-        cx.turn_seq = fork.next_outcome;
-        if let Some(journal) = cx.journal.as_mut() {
+        owned.shared = shared.clone();
+        owned.turn.turn_seq = fork.next_outcome;
+        if let Some(journal) = owned.turn.journal.as_mut() {
             journal.anchor = anchor;
         }
+        let cx = Context::new(self.root, self.deps, TurnRef::Owned(Box::new(owned)));
         fork.next_outcome = fork.next_outcome.saturating_add(1);
         self.hops += 1;
         #[cfg(feature = "tracing")]
@@ -1007,7 +1009,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .and_then(|n| n.starts.first())
             .map(|(seq, _)| *seq);
         self.turn_input = start as usize;
-        self.turn_scope = scope;
+        self.turn.scope = scope;
         // The branch's lease acts go into its turn's record, and what it
         // revoked holds for the rest of the run.
         let leases = if shared
@@ -1285,9 +1287,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         if A::HAS_POST {
             let checked = if A::POST_READS_CONTEXT {
-                let mut cx = self.context::<A>(self.turn_scope);
-                cx.shared = shared.clone();
-                A::post(&next, &cx)
+                let mut owned = self.owned_turn::<A>(self.turn.scope);
+                owned.shared = shared.clone();
+                A::post(&next, &Context::new(self.root, self.deps, owned.lend()))
             } else {
                 A::post_without_context(&next)
             };
@@ -1368,7 +1370,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 agent_name::<W>(J::INDEX)
             )));
         }
-        self.turn_scope = fork.scope;
+        self.turn.scope = fork.scope;
         self.turn_input = fork.at as usize;
         let at = self.transcript.len() as u32;
         let refused = self.record(fork.fork.join, info, joined, Status::Pending)?;

@@ -343,7 +343,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 self.transcript.len()
             )));
         }
-        self.turn_scope = inner.scope;
+        self.turn.scope = inner.scope;
         self.turn_input = inner.at as usize;
         let refused = self.record(edge, info, &joined, Status::Pending)?;
         // An empty map's join: the record of the turn that mapped.

@@ -486,7 +486,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         anchor: Arc<str>,
     ) -> Result<BranchTurn<'x, W, A>, RunError> {
         let contract = A::contract(&input);
-        self.turn_scope = scope;
+        self.turn.scope = scope;
         self.turn_input = turn.start as usize;
         self.begin_turn(contract.as_ref());
         turn.open = std::mem::take(&mut self.open);
@@ -554,10 +554,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 journaled.into_iter().map(|entry| entry.call).collect(),
             )
         });
-        let mut cx = self.context::<A>(turn.scope);
-        cx.lease_seq = start;
+        let mut owned = self.owned_turn::<A>(turn.scope);
+        owned.turn.lease_seq = start;
         self.progress::<A>();
-        self.start_body(fork, turn, input, cx, anchor, calls);
+        self.start_body(fork, turn, input, owned, anchor, calls);
         Ok(())
     }
 

@@ -177,17 +177,22 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
     /// The lease this turn works under: where it was granted, to name it
     /// (`None` for a turn under no scope).
     pub fn lease_id(&self) -> Option<LeaseId> {
-        self.scope.map(|_| LeaseId {
-            run_id: self.shared.run_id,
-            seq: self.lease_seq,
+        self.run.turn().scope.map(|_| LeaseId {
+            run_id: self.run.shared().run_id,
+            seq: self.run.turn().lease_seq,
         })
     }
 
     /// When this turn's lease expires, a renewal granted in this turn
     /// included (`None` for a turn under no scope).
     pub fn lease_expires(&self) -> Option<Expiry> {
-        let (_, expires) = self.scope?;
-        Some(self.shared.renewed(self.lease_seq).unwrap_or(expires))
+        let (_, expires) = self.run.turn().scope?;
+        Some(
+            self.run
+                .shared()
+                .renewed(self.run.turn().lease_seq)
+                .unwrap_or(expires),
+        )
     }
 
     /// Asks for this turn's own lease to be renewed until `until`: the
@@ -200,7 +205,7 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
     /// next receipt check. The request and its answer are recorded with the
     /// turn ([`LeaseAct::Renewal`]).
     pub fn request_renewal(&self, until: Expiry) -> Result<Expiry, RenewalRefused> {
-        let Some((authority, expires)) = self.scope else {
+        let Some((authority, expires)) = self.run.turn().scope else {
             return Err(RenewalRefused::NoLease);
         };
         let was = self.lease_expires().unwrap_or(expires);
@@ -209,44 +214,52 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
             Ok(_) => RenewalOutcome::Granted,
             Err(reason) => RenewalOutcome::Refused(reason.clone()),
         };
-        let mut book = self.shared.leases();
+        let mut book = self.run.shared().leases();
         if answer.is_ok() {
-            book.renewed = Some((self.lease_seq, until));
+            book.renewed = Some((self.run.turn().lease_seq, until));
         }
         book.acts.push(LeaseAct::Renewal {
-            lease: self.lease_seq,
+            lease: self.run.turn().lease_seq,
             authority: Cow::Borrowed(authority),
             was,
             asked: until,
             outcome,
         });
         drop(book);
-        self.shared.mark_leases();
-        self.shared.mark();
+        self.run.shared().mark_leases();
+        self.run.shared().mark();
         answer
     }
 
     /// The runtime's answer to a renewal of a lease now expiring at `was`
     /// until `until`.
     fn decide_renewal(&self, was: Expiry, until: Expiry) -> Result<Expiry, RenewalRefused> {
-        if let Some(seq) = self.shared.void_lease(self.lease_seq, self.turn_seq) {
+        if let Some(seq) = self
+            .run
+            .shared()
+            .void_lease(self.run.turn().lease_seq, self.run.turn().turn_seq)
+        {
             return Err(RenewalRefused::Revoked { seq });
         }
         if until == Expiry::Never {
             return Err(RenewalRefused::Unbounded);
         }
-        let moment = Moment::at_hop(self.hop);
+        let moment = Moment::at_hop(self.run.turn().hop);
         if was.expired_at(&moment) {
             return Err(RenewalRefused::Expired { expires: was });
         }
-        let deadline = self.shared.deadline.map(|at| {
+        let deadline = self.run.shared().deadline.map(|at| {
             let left = at.saturating_duration_since(std::time::Instant::now());
             unix_now_ms().saturating_add(left.as_millis() as u64)
         });
         // What the grantor worked under, as recorded with the transfer
         // that granted the lease.
-        let grantor = self.shared.earlier().sender_expires(self.lease_seq);
-        match outlives_grantor(until, grantor, self.shared.max_hops, deadline) {
+        let grantor = self
+            .run
+            .shared()
+            .earlier()
+            .sender_expires(self.run.turn().lease_seq);
+        match outlives_grantor(until, grantor, self.run.shared().max_hops, deadline) {
             Some((grantor, bound)) => Err(RenewalRefused::OutlivesGrantor {
                 asked: until,
                 grantor,
@@ -268,15 +281,15 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
     /// A lease this turn's own lease derives from is revoked too: the turn
     /// then works under a void lease, and what it hands on is rejected.
     pub fn revoke(&self, lease: LeaseId) -> Result<(), RevokeRefused> {
-        if lease.run_id != self.shared.run_id {
+        if lease.run_id != self.run.shared().run_id {
             return Err(RevokeRefused::OtherRun {
                 lease,
-                run_id: self.shared.run_id,
+                run_id: self.run.shared().run_id,
             });
         }
         let seq = lease.seq;
-        let ends = (seq < self.turn_seq)
-            .then(|| self.shared.earlier().ends(seq))
+        let ends = (seq < self.run.turn().turn_seq)
+            .then(|| self.run.shared().earlier().ends(seq))
             .flatten();
         let from = match ends {
             Some((from, Node::Agent(_))) => from,
@@ -289,12 +302,12 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
                 granted_by: Cow::Borrowed(granted_by),
             });
         }
-        let mut book = self.shared.leases();
+        let mut book = self.run.shared().leases();
         book.revoke(seq, None);
         book.acts.push(LeaseAct::Revocation { lease: seq });
         drop(book);
-        self.shared.mark_leases();
-        self.shared.mark();
+        self.run.shared().mark_leases();
+        self.run.shared().mark();
         Ok(())
     }
 }

@@ -110,10 +110,10 @@ impl<W: Workflow> Runtime<'_, W> {
             return Vec::new();
         }
         let (acts, renewed) = self.shared.leases().end_turn();
-        if let (Some((seq, expires)), Some((authority, _))) = (renewed, self.turn_scope)
+        if let (Some((seq, expires)), Some((authority, _))) = (renewed, self.turn.scope)
             && seq as usize == self.turn_input
         {
-            self.turn_scope = Some((authority, expires));
+            self.turn.scope = Some((authority, expires));
         }
         acts
     }

@@ -4,7 +4,6 @@
 use crate::spec::agent_name;
 use std::borrow::Cow;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::sync::Arc;
@@ -14,6 +13,7 @@ use serde::Serialize;
 use crate::run::receipt::check_pre;
 use crate::run::{Context, Returned, RunShared};
 use crate::run::{Entry, Status, Transcript};
+use crate::run::{OwnedTurn, TurnRef, TurnView};
 use crate::spec::Then;
 use crate::spec::{Agent, Route, Transition, Workflow};
 use crate::spec::{Budget, Usage};
@@ -95,8 +95,9 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) returned_payload: Option<(u16, Vec<u8>)>,
     /// How the next agent turn starts.
     pub(crate) next_turn: TurnStart,
-    /// The scope of the handoff the current turn works under.
-    pub(super) turn_scope: Option<(&'static str, Expiry)>,
+    /// The current turn as its context sees it (its scope: the handoff's
+    /// it works under), lent to the context for the turn.
+    pub(super) turn: TurnView<'x>,
     /// The hash of the last record committed to the ledger.
     /// (shared with the turn's context, whose journal entries bind to it).
     pub(super) prev_hash: Arc<str>,
@@ -224,7 +225,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             logged_turns: 0,
             returned_payload: None,
             next_turn: TurnStart::Delivery,
-            turn_scope: None,
+            turn: TurnView::default(),
             prev_hash: Arc::from(""),
             at_offset_us: 0,
             lease: None,
@@ -454,30 +455,76 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.hops
     }
 
-    pub(super) fn context<A: Agent<W>>(
+    /// What a context of agent `A` on the last transfer, at the current
+    /// hop, under `scope`, knows of its turn and the run, owned so that it
+    /// may be kept while the runtime changes (a fan-out branch's).
+    pub(super) fn owned_turn<A: Agent<W>>(
         &self,
         scope: Option<(&'static str, Expiry)>,
-    ) -> Context<'x, W, A> {
-        let earlier_upto = self.earlier_upto::<A>();
-        Context {
-            root: self.root,
-            deps: self.deps,
-            hop: self.hops,
-            scope,
-            // The transfer the turn works on: the last one (a returned
-            // turn's is set by `start_returned`).
-            lease_seq: (self.transcript.len() as u32).saturating_sub(1),
+    ) -> OwnedTurn<'x> {
+        let turn = self.view_of::<A>(scope);
+        let payloads = (turn.earlier_upto > 0).then(|| self.transcript.bytes.clone());
+        OwnedTurn {
+            turn,
             shared: self.shared.clone(),
-            turn_seq: self.transcript.len() as u32,
+            payloads,
+        }
+    }
+
+    /// What agent `A`'s context knows of a turn on the last transfer, at
+    /// the current hop, under `scope`, its tool calls journaled to the
+    /// ledger bound to the last committed record.
+    fn view_of<A: Agent<W>>(&self, scope: Option<(&'static str, Expiry)>) -> TurnView<'x> {
+        let next = self.transcript.len() as u32;
+        TurnView {
+            hop: self.hops,
+            lease_seq: next.saturating_sub(1),
+            turn_seq: next,
+            earlier_upto: self.earlier_upto::<A>(),
+            scope,
             journal: self.ledger.map(|ledger| crate::run::context::Journal {
                 ledger,
                 anchor: self.prev_hash.clone(),
             }),
-            earlier_upto,
-            payloads: (earlier_upto > 0).then(|| self.transcript.bytes.clone()),
-            earlier: once_cell::race::OnceBox::new(),
-            agent: PhantomData,
         }
+    }
+
+    /// Readies the current turn's view for agent `A` (by
+    /// [`receive`](Self::receive), before its pre-conditions): on the last
+    /// transfer, at the current hop, under the turn's scope.
+    #[inline]
+    fn ready_turn<A: Agent<W>>(&mut self) {
+        let next = self.transcript.len() as u32;
+        self.turn.hop = self.hops;
+        self.turn.lease_seq = next.saturating_sub(1);
+        self.turn.turn_seq = next;
+        self.turn.earlier_upto = self.earlier_upto::<A>();
+        self.bind_journal();
+    }
+
+    /// Binds the current turn's tool calls to the last committed record.
+    #[inline]
+    fn bind_journal(&mut self) {
+        self.turn.journal = self.ledger.map(|ledger| crate::run::context::Journal {
+            ledger,
+            anchor: self.prev_hash.clone(),
+        });
+    }
+
+    /// The context of agent `A`'s turn, once [`receive`](Self::receive)
+    /// accepted its input: it borrows the run's state for the turn (nothing
+    /// counted in or out), which the runtime does not change until the
+    /// turn's body returns to [`deliver_turn`](Self::deliver_turn).
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
+    #[inline]
+    pub fn turn_context<A: Agent<W>>(&self) -> Context<'_, W, A> {
+        let payloads = (self.turn.earlier_upto > 0).then_some(&self.transcript.bytes);
+        let run = TurnRef::Lent {
+            turn: &self.turn,
+            shared: &self.shared,
+            payloads,
+        };
+        Context::new(self.root, self.deps, run)
     }
 
     /// When the run's deadline passes, as an instant of this process (`None`:
@@ -760,7 +807,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // What the sender worked under, for the receipt of the lease it
         // grants (now, or after a resume), and for the earlier-turn log.
         let sender_scope = match info.from {
-            Node::Agent(_) => self.turn_scope,
+            Node::Agent(_) => self.turn.scope,
             _ => None,
         };
         if let Some((authority, expires)) = sender_scope {
@@ -981,15 +1028,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Starts agent `A`'s turn as the run's `TurnStart` says; a first
     /// delivery decides its receipt (the checks in `run/receipt.rs`, in
     /// their order, then the pre-conditions). On acceptance
-    /// the turn is counted and the agent's context returned; on rejection
-    /// the record says why and the rejection is routed as `A` declares.
+    /// the turn is counted (its context is then
+    /// [`turn_context`](Self::turn_context)); on rejection the record says
+    /// why and the rejection is routed as `A` declares.
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all
-    pub fn receive<A: Agent<W>>(
-        &mut self,
-        input: &A::Input,
-    ) -> Result<Context<'x, W, A>, RunError> {
+    pub fn receive<A: Agent<W>>(&mut self, input: &A::Input) -> Result<(), RunError> {
         let contract = A::contract(input);
-        self.turn_scope = contract.as_ref().map(|c| (c.authority, c.expires));
+        self.turn.scope = contract.as_ref().map(|c| (c.authority, c.expires));
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
             TurnStart::Edited { by } => self.deliver_first::<A>(input, contract.as_ref(), Some(by)),
@@ -1004,7 +1049,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         contract: Option<&ContractView<'_>>,
         returned: Box<Returned>,
-    ) -> Result<Context<'x, W, A>, RunError> {
+    ) -> Result<(), RunError> {
         let sender = self
             .transcript
             .entries
@@ -1021,10 +1066,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.begin_turn(contract);
         self.shared.lock().returned = Some(returned);
         self.shared.mark();
-        let mut cx = self.context::<A>(self.turn_scope);
-        cx.lease_seq = self.turn_input as u32;
+        self.ready_turn::<A>();
+        self.turn.lease_seq = self.turn_input as u32;
         self.hops += 1;
-        Ok(cx)
+        Ok(())
     }
 
     /// The turn on a transfer whose receipt was decided before (a resumed
@@ -1032,7 +1077,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     fn start_decided<A: Agent<W>>(
         &mut self,
         contract: Option<&ContractView<'_>>,
-    ) -> Result<Context<'x, W, A>, RunError> {
+    ) -> Result<(), RunError> {
         // A fan-out agent's turn again, in a run resumed inside its fan-out:
         // on the record it worked on, not the last (`run/fork_resume.rs`).
         let rerun = self.resume_fork.as_ref().and_then(|r| r.rerun_at());
@@ -1063,16 +1108,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.shared.lock().approval = Some(crate::run::Approval { by, edited });
             self.shared.mark();
         }
-        let mut cx = self.context::<A>(self.turn_scope);
-        cx.hop = self.hops.saturating_sub(1);
+        // Its context (`turn_context`) at the hop the resumed run counted.
+        self.ready_turn::<A>();
+        self.turn.hop = self.hops.saturating_sub(1);
         if let Some((input, turn_seq, anchor)) = rerun {
-            cx.lease_seq = input as u32;
-            cx.turn_seq = turn_seq;
-            if let Some(journal) = cx.journal.as_mut() {
+            self.turn.lease_seq = input as u32;
+            self.turn.turn_seq = turn_seq;
+            if let Some(journal) = self.turn.journal.as_mut() {
                 journal.anchor = anchor;
             }
         }
-        Ok(cx)
+        Ok(())
     }
 
     /// The first delivery of the pending transfer to agent `A` (or of a
@@ -1087,7 +1133,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         input: &A::Input,
         contract: Option<&ContractView<'_>>,
         approver: Option<String>,
-    ) -> Result<Context<'x, W, A>, RunError> {
+    ) -> Result<(), RunError> {
         let pending = self.transcript.entries.last().is_some_and(|e| {
             e.status == Status::Pending
                 && W::GRAPH.edges.get(e.edge as usize).map(|i| i.to) == Some(Node::Agent(A::INDEX))
@@ -1107,8 +1153,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 self.verdict(reason)?;
             }
         }
-        let mut cx = self.context::<A>(self.turn_scope);
-        if let Some(reason) = check_pre::<W, A>(input, &cx) {
+        // The pre-conditions see the turn's context as its body will.
+        self.ready_turn::<A>();
+        if let Some(reason) = check_pre::<W, A>(input, &self.turn_context::<A>()) {
             self.verdict(reason)?;
         }
         let i = self.transcript.len() - 1;
@@ -1122,11 +1169,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             ),
             None => self.accept_last(),
         }
+        // The turn's tool calls bind to the committed record.
         self.commit_last()?;
-        // The context was made before the receipt was committed: its tool
-        // calls bind to the committed record.
-        if let Some(journal) = cx.journal.as_mut() {
-            journal.anchor = self.prev_hash.clone();
+        if self.ledger.is_some() {
+            self.bind_journal();
         }
         self.receipt_decided();
         self.turn_input = i;
@@ -1137,7 +1183,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.shared.mark();
         }
         self.hops += 1;
-        Ok(cx)
+        Ok(())
     }
 
     /// Tells the spans and the metrics that the last transfer's receipt was
@@ -1393,22 +1439,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// usage are recorded with what comes next; a tool failure under its
     /// fallback, a spent budget, a passed deadline or a broken
     /// post-condition stops the run (or suspends it); otherwise its output
-    /// is routed (recording the next transfer).
-    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
-    pub fn deliver<A: Agent<W>>(
-        &mut self,
-        result: Result<A::Next, Reject>,
-        cx: Context<'x, W, A>,
-    ) -> Result<Transition<W>, RunError> {
-        // Moved into the check, which drops it once it ran: a context
-        // holding the run's payload bytes past it would make the record of
-        // the turn's transfer open a new chunk of them.
-        self.deliver_checked::<A>(result, move |next| A::post(next, &cx))
-    }
-
-    /// [`deliver`](Self::deliver) without the body's context: the context
-    /// for the post-conditions is built only when the agent has some that
-    /// read it (generated turns use this; the body keeps its own context).
+    /// is routed (recording the next transfer). The post-conditions that
+    /// read a context get the turn's again ([`turn_context`](Self::turn_context)).
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     pub fn deliver_turn<A: Agent<W>>(
         &mut self,
@@ -1418,9 +1450,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             (false, _) => self.deliver_checked::<A>(result, |_| Ok(())),
             (true, false) => self.deliver_checked::<A>(result, A::post_without_context),
             (true, true) => {
-                let mut cx = self.context::<A>(self.turn_scope);
-                cx.hop = self.hops.saturating_sub(1);
-                self.deliver(result, cx)
+                // Checked now, on the turn's log as the body left it, with
+                // a context that borrows the run: the outcome is applied
+                // in its place among the turn's other stops.
+                let post = match &result {
+                    Ok(next) => A::post(next, &self.turn_context::<A>()),
+                    Err(_) => Ok(()),
+                };
+                self.deliver_checked::<A>(result, move |_| post)
             }
         }
     }
@@ -1618,10 +1655,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// One whole turn of agent `A`: [`receive`](Self::receive), its body
-    /// (under its timeout), [`deliver`](Self::deliver). Generated code
+    /// (under its timeout), [`deliver_turn`](Self::deliver_turn). Generated code
     /// inlines these steps; hand-written workflows can call this.
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
-        let cx = self.receive::<A>(&input)?;
+        self.receive::<A>(&input)?;
+        let cx = self.turn_context::<A>();
         let result = match self.turn_limit::<A>() {
             None => self.instrument_agent::<A, _>(A::run(input, cx)).await,
             Some(limit) => match Box::pin(tokio::time::timeout(

@@ -137,7 +137,7 @@ impl<'x, W: Workflow, A: Agent<W>, T: Payload> ToolLoop<'x, W, A, T> {
             rules,
             out: _,
         } = self;
-        let shared = cx.shared.clone();
+        let shared = cx.run.shared().clone();
         let Some(model) = shared.model.clone() else {
             return Err(ModelError::new(
                 ModelErrorKind::NoModel,

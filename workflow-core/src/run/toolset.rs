@@ -143,7 +143,7 @@ fn dispatch_one<'x, W: Workflow, A: Agent<W>, T: Tool<W>>(
         .with_errors(vec![e.to_string()])
     })?;
     // The loop runs one call at a time: the next index is this call's.
-    let index = cx.shared.lock().next_call;
+    let index = cx.run.shared().lock().next_call;
     let call = cx.call_granted(tool, input);
     let result = async move {
         let out = call.await?;

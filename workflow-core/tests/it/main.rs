@@ -56,4 +56,5 @@ pub mod stream;
 pub mod telemetry;
 pub mod tool_loop;
 pub mod tool_versions;
+pub mod turn_view;
 pub mod unscoped;

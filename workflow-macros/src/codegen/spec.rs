@@ -50,13 +50,13 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
         let body_future = body_call(a);
         quote! {
             #state::#v(input) => {
-                let cx = match run.receive::<#n::Agent>(&input) {
-                    ::workflow_core::__private::Result::Ok(cx) => cx,
-                    ::workflow_core::__private::Result::Err(e) => {
-                        let failed = ::workflow_core::__private::Result::Err(e);
-                        break '__wf_turn failed;
-                    }
-                };
+                if let ::workflow_core::__private::Result::Err(e) = run.receive::<#n::Agent>(&input) {
+                    let failed = ::workflow_core::__private::Result::Err(e);
+                    break '__wf_turn failed;
+                }
+                // The turn's context borrows the run's state until its body
+                // returns: nothing counted in or out.
+                let cx = run.turn_context::<#n::Agent>();
                 // The body's future is built where it is awaited (not moved
                 // there), and the timer is boxed: a turn without a limit
                 // neither carries nor moves the timer's state. Inlined, not

@@ -85,20 +85,16 @@ impl<'x, W: Workflow> Harness<'x, W> {
     /// tools' authorities are checked against what `A` owns), without a
     /// journal: the canary's turn is not part of a run.
     fn context<A: Agent<W>>(&self) -> Context<'x, W, A> {
-        Context {
-            root: self.root,
-            deps: self.deps,
-            hop: 0,
-            scope: None,
-            lease_seq: 0,
+        let turn = crate::run::OwnedTurn {
+            turn: crate::run::TurnView::default(),
             shared: self.shared.clone(),
-            turn_seq: 0,
-            journal: None,
-            earlier_upto: 0,
             payloads: None,
-            earlier: once_cell::race::OnceBox::new(),
-            agent: std::marker::PhantomData,
-        }
+        };
+        Context::new(
+            self.root,
+            self.deps,
+            crate::run::TurnRef::Owned(Box::new(turn)),
+        )
     }
 }
 
