@@ -120,6 +120,10 @@ pub struct BranchTurn<'x, W: Workflow, A: Agent<W>> {
     pub(super) dissent: Option<crate::spec::Disagreement>,
     /// The branch's own turn log, its budget pooled with its siblings'.
     shared: Option<Arc<RunShared>>,
+    /// What the body's context knew of its turn, kept for the
+    /// post-conditions that read a context (only for an agent that has
+    /// some): they see the body's view, as a sequential turn's do.
+    post_view: Option<Box<OwnedTurn<'x>>>,
     #[cfg(feature = "tracing")]
     span: tracing::Span,
 }
@@ -168,6 +172,7 @@ impl<W: Workflow, A: Agent<W>> BranchTurn<'_, W, A> {
             open: Vec::new(),
             dissent: None,
             shared: None,
+            post_view: None,
             #[cfg(feature = "tracing")]
             span: tracing::Span::none(),
         }
@@ -809,6 +814,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(journal) = owned.turn.journal.as_mut() {
             journal.anchor = anchor;
         }
+        if A::HAS_POST && A::POST_READS_CONTEXT {
+            turn.post_view = Some(Box::new(owned.clone()));
+        }
         let cx = Context::new(self.root, self.deps, TurnRef::Owned(Box::new(owned)));
         fork.next_outcome = fork.next_outcome.saturating_add(1);
         self.hops += 1;
@@ -958,6 +966,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             open,
             dissent,
             shared,
+            post_view,
             ..
         } = turn;
         let ran = match state {
@@ -1001,6 +1010,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let Some(shared) = shared else {
             return Err(RunError::Protocol("an accepted branch has no log".into()));
         };
+        // The post-conditions that read a context are checked on the body's
+        // view of its turn, before the turn's log is taken (as a sequential
+        // turn's are); their outcome is applied in its place below.
+        let post = match (&ran, &post_view) {
+            (Ok(Some(Ok(next))), Some(view)) => Some(A::post(
+                next,
+                &Context::new(self.root, self.deps, view.lend()),
+            )),
+            _ => None,
+        };
+        // Its payload bytes, released before the records that follow.
+        drop(post_view);
         // A turn that fanned out before the crash, run again.
         let fanned = fork
             .resume
@@ -1074,7 +1095,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         };
                         Err((outcome, error))
                     }
-                    Some(result) => self.branch_result::<A, Infallible>(result, &shared),
+                    Some(result) => self.branch_result::<A, Infallible>(result, &shared, post),
                 }
             };
         match ended {
@@ -1243,6 +1264,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         result: Result<A::Next, Reject>,
         shared: &Arc<RunShared>,
+        post: Option<Result<(), &'static crate::spec::Condition>>,
     ) -> Result<A::Next, (Branch<O>, RunError)> {
         let agent = agent_name::<W>(A::INDEX);
         let failed = |error: RunError| {
@@ -1286,7 +1308,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             return Err((outcome, error));
         }
         if A::HAS_POST {
-            let checked = if A::POST_READS_CONTEXT {
+            let checked = if let Some(checked) = post {
+                checked
+            } else if A::POST_READS_CONTEXT {
+                // A body readied without its view kept (none is, today):
+                // checked on a view made now.
                 let mut owned = self.owned_turn::<A>(self.turn.scope);
                 owned.shared = shared.clone();
                 A::post(&next, &Context::new(self.root, self.deps, owned.lend()))

@@ -43,8 +43,8 @@ pub mod output_only {
 }
 
 /// An agent that asks its own `Agent::post` (the trait's, as a
-/// hand-written caller of `Runtime::deliver` does) about an output before
-/// it returns one.
+/// hand-written caller with a context does) about an output before it
+/// returns one.
 #[workflow(entry = asks, output = Out)]
 pub mod self_check {
     use super::*;
