@@ -492,6 +492,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Readies the current turn's view for agent `A` (by
     /// [`receive`](Self::receive), before its pre-conditions): on the last
     /// transfer, at the current hop, under the turn's scope.
+    // Field by field, the scope kept: the view written anew from
+    // `view_of` counted 9 instructions a transition more.
     #[inline]
     fn ready_turn<A: Agent<W>>(&mut self) {
         let next = self.transcript.len() as u32;
