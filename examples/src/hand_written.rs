@@ -613,9 +613,10 @@ pub mod counter {
     };
 
     /// The workflow itself. The macro's `turn` inlines
-    /// [`Runtime::receive`], the body (under `tokio::time::timeout` when the
-    /// agent declares `timeout_ms`) and [`Runtime::deliver`] for each agent;
-    /// by hand, [`Runtime::turn`] does the same three steps.
+    /// [`Runtime::receive`], the body on [`Runtime::turn_context`] (under
+    /// `tokio::time::timeout` when the agent declares `timeout_ms`) and
+    /// [`Runtime::deliver_turn`] for each agent; by hand, [`Runtime::turn`]
+    /// does the same steps.
     impl workflow_core::Workflow for Spec {
         type Input = u32;
         type Output = Tally;

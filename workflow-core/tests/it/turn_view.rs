@@ -240,3 +240,149 @@ async fn a_branchs_post_condition_sees_its_bodys_view_of_the_turn() {
         ["near: hop 1 lease Some(1) tokens 7", "far: hop 2"]
     );
 }
+
+/// What `dispatch`'s turns saw: (hop, lease seq, the turn its call's
+/// citation names). One test runs this workflow.
+static DISPATCHED: Mutex<Vec<Dispatched>> = Mutex::new(Vec::new());
+
+/// (hop, lease seq, cited turn).
+type Dispatched = (u32, Option<u32>, Option<u32>);
+
+/// A map whose fan-out agent makes a journaled tool call: a run cut after
+/// its first start runs that turn again (a map's items are not restored
+/// from its starts), on the record it worked on.
+#[workflow(entry = lead, output = usize, deps = std::sync::Arc<std::sync::atomic::AtomicU32>)]
+pub mod rerun {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[handoff]
+    pub struct Plan {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Dispatch>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[handoff]
+    pub struct Item {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Work>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+        pub n: u32,
+    }
+
+    /// Counts its calls: a journaled call served again is not one.
+    #[tool(needs = Dispatch, effect = write)]
+    async fn probe(_nothing: (), calls: &Arc<AtomicU32>) -> Result<u32, ToolError> {
+        Ok(calls.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    #[agent(owns = [Start], to = [dispatch])]
+    async fn lead(_nothing: (), cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        Ok(lead::Next::Dispatch(Plan {
+            op: Operation::new("plan", ""),
+            scope: cx.lease(authority::Dispatch).until_hop(cx.hop() + 5),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 6),
+        }))
+    }
+
+    #[agent(owns = [Dispatch], tools = [probe], to = [map(worker, max = 4)])]
+    async fn dispatch(_plan: Plan, cx: dispatch::Context<'_>) -> Result<dispatch::Next, Reject> {
+        cx.call(tools::probe, ()).await?;
+        let cited = match cx.citation(tools::probe)? {
+            Citation::ToolCall { turn, .. } => Some(turn),
+            _ => None,
+        };
+        let lease = cx.lease_id().map(|l| l.seq);
+        super::DISPATCHED
+            .lock()
+            .unwrap()
+            .push((cx.hop(), lease, cited));
+        let items = (0..2).map(|n| Item {
+            op: Operation::new("work", ""),
+            scope: cx.lease(authority::Work).until_hop(cx.hop() + 3),
+            evidence: vec![],
+            open: vec![],
+            stop: StopWhen::at_hop(cx.hop() + 5),
+            n,
+        });
+        Ok(dispatch::Next::Map(items.collect()))
+    }
+
+    #[agent(owns = [Work], to = [gather])]
+    async fn worker(item: Item, _cx: worker::Context<'_>) -> Result<worker::Next, Reject> {
+        Ok(worker::Next::Gather(item.n))
+    }
+
+    #[agent(owns = [Gather], join = [worker: [u32]], to = [END])]
+    async fn gather(
+        done: gather::Joined,
+        _cx: gather::Context<'_>,
+    ) -> Result<gather::Next, Reject> {
+        Ok(gather::Next::End(done.worker.len()))
+    }
+}
+
+#[tokio::test]
+async fn a_fan_out_agents_turn_run_again_on_resume_sees_its_first_runs_view() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use workflow_core::ledger::{Ledger, MemoryLedger};
+
+    let ledger = Arc::new(MemoryLedger::new());
+    let calls = Arc::new(AtomicU32::new(0));
+    let wf = rerun::Workflow::new((), calls.clone()).with_ledger(ledger.clone());
+    let done = wf.run(()).await.expect("completes");
+    assert_eq!(done.output, 2);
+    let run_id = done.transcript.run_id();
+    let whole = ledger.records(run_id).unwrap();
+    // #0 the input, #1 the plan, #2 #3 the items' starts, #4 #5 their
+    // outcomes, #6 the join, #7 the end.
+    assert_eq!(whole.len(), 8);
+    // The dispatcher's call is journaled under the record its turn's
+    // outcome takes: the first start.
+    let journaled = ledger.tool_calls(run_id, 2).unwrap();
+    assert_eq!(journaled.len(), 1);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // Cut after the first start, its journal kept.
+    let crashed = Arc::new(MemoryLedger::new());
+    for r in whole.iter().take(3) {
+        crashed.append(r).unwrap();
+    }
+    for entry in &journaled {
+        crashed.append_tool_call(run_id, 2, entry).unwrap();
+    }
+    let wf = rerun::Workflow::new((), calls.clone()).with_ledger(crashed.clone());
+    let resumed = wf.resume(run_id).await.expect("resumes");
+    assert_eq!(resumed.output, 2);
+    // The turn ran again at the same hop, under the lease record 1
+    // granted, its call cited under the first start's number and served
+    // from the journal, not made again.
+    let seen = DISPATCHED.lock().unwrap().clone();
+    assert_eq!(seen, vec![(1, Some(1), Some(2)), (1, Some(1), Some(2))]);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the journaled call was served"
+    );
+    let again = crashed.records(run_id).unwrap();
+    assert_eq!(again.len(), whole.len());
+    crashed.verify_run(run_id).unwrap();
+}
