@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::run::receipt::check_pre;
+use crate::run::receipt::{check_post, check_pre};
 use crate::run::{Context, OwnedTurn, RunShared, Runtime, Status, TurnLog, TurnRef};
 use crate::spec::{Agent, Branch, ContractView, Expiry, Workflow};
 use crate::spec::{Escalation, Fork, Lineage, Node, Reject, RejectReason, RunError, Then};
@@ -1010,15 +1010,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         let Some(shared) = shared else {
             return Err(RunError::Protocol("an accepted branch has no log".into()));
         };
-        // The post-conditions that read a context are checked on the body's
-        // view of its turn, before the turn's log is taken (as a sequential
-        // turn's are); their outcome is applied in its place below.
-        let post = match (&ran, &post_view) {
-            (Ok(Some(Ok(next))), Some(view)) => Some(A::post(
-                next,
-                &Context::new(self.root, self.deps, view.lend()),
-            )),
-            _ => None,
+        // The post-conditions are checked before the turn's log is taken,
+        // those that read a context on the body's view of its turn (as a
+        // sequential turn's are); their outcome is applied in its place
+        // below.
+        let (root, deps) = (self.root, self.deps);
+        let post = match &ran {
+            Ok(Some(Ok(next))) => check_post::<W, A>(next, || match post_view.as_deref() {
+                Some(view) => Context::new(root, deps, view.lend()),
+                // `start_body` keeps it for every agent whose conditions
+                // read one; without it, a view made now.
+                None => {
+                    let mut owned = self.owned_turn::<A>(scope);
+                    owned.shared = shared.clone();
+                    Context::new(root, deps, TurnRef::Owned(Box::new(owned)))
+                }
+            }),
+            _ => Ok(()),
         };
         // Its payload bytes, released before the records that follow.
         drop(post_view);
@@ -1095,7 +1103,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                         };
                         Err((outcome, error))
                     }
-                    Some(result) => self.branch_result::<A, Infallible>(result, &shared, post),
+                    Some(result) => self.branch_result::<A, Infallible>(result, post),
                 }
             };
         match ended {
@@ -1256,15 +1264,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// What a branch's body returned, checked as a turn's output is: a
     /// spent budget, the body's error, the run's deadline, the
-    /// post-conditions. `Err` with the branch's outcome and the error its
-    /// record states.
+    /// post-conditions (`post`, checked before the turn's log was taken).
+    /// `Err` with the branch's outcome and the error its record states.
     // A large `Err`, once per failed branch: not worth a box.
     #[allow(clippy::result_large_err)]
     fn branch_result<A: Agent<W>, O>(
         &mut self,
         result: Result<A::Next, Reject>,
-        shared: &Arc<RunShared>,
-        post: Option<Result<(), &'static crate::spec::Condition>>,
+        post: Result<(), &'static crate::spec::Condition>,
     ) -> Result<A::Next, (Branch<O>, RunError)> {
         let agent = agent_name::<W>(A::INDEX);
         let failed = |error: RunError| {
@@ -1307,26 +1314,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             };
             return Err((outcome, error));
         }
-        if A::HAS_POST {
-            let checked = if let Some(checked) = post {
-                checked
-            } else if A::POST_READS_CONTEXT {
-                // A body readied without its view kept (none is, today):
-                // checked on a view made now.
-                let mut owned = self.owned_turn::<A>(self.turn.scope);
-                owned.shared = shared.clone();
-                A::post(&next, &Context::new(self.root, self.deps, owned.lend()))
-            } else {
-                A::post_without_context(&next)
-            };
-            if let Err(c) = checked {
-                crate::observe::telemetry::post_condition_failed::<W, A>(c);
-                return Err(failed(RunError::PostCondition {
-                    agent,
-                    condition: c.expr,
-                    message: c.message,
-                }));
-            }
+        if let Err(c) = post {
+            crate::observe::telemetry::post_condition_failed::<W, A>(c);
+            return Err(failed(RunError::PostCondition {
+                agent,
+                condition: c.expr,
+                message: c.message,
+            }));
         }
         Ok(next)
     }

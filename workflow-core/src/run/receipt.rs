@@ -477,6 +477,20 @@ fn check_invariants<R: Invariants>(root: &R, view: &TransferView<'_>) -> Option<
 
 /// The receiver's first pinned field (`#[pin(..)]`) that differs from its
 /// root invariant, then its first `#[pre]` condition that does not hold.
+/// Agent `A`'s post-conditions on `out`, the first that fails: none for an
+/// agent without any, those that need no context without one, the others
+/// on the context `cx` makes (built only then).
+pub(super) fn check_post<'c, W: Workflow, A: Agent<W>>(
+    out: &A::Next,
+    cx: impl FnOnce() -> Context<'c, W, A>,
+) -> Result<(), &'static crate::spec::Condition> {
+    match (A::HAS_POST, A::POST_READS_CONTEXT) {
+        (false, _) => Ok(()),
+        (true, false) => A::post_without_context(out),
+        (true, true) => A::post(out, &cx()),
+    }
+}
+
 pub(super) fn check_pre<W: Workflow, A: Agent<W>>(
     input: &A::Input,
     cx: &Context<'_, W, A>,

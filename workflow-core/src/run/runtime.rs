@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::run::receipt::check_pre;
+use crate::run::receipt::{check_post, check_pre};
 use crate::run::{Context, Returned, RunShared};
 use crate::run::{Entry, Status, Transcript};
 use crate::run::{OwnedTurn, TurnRef, TurnView};
@@ -482,11 +482,17 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             turn_seq: next,
             earlier_upto: self.earlier_upto::<A>(),
             scope,
-            journal: self.ledger.map(|ledger| crate::run::context::Journal {
-                ledger,
-                anchor: self.prev_hash.clone(),
-            }),
+            journal: self.journal(),
         }
+    }
+
+    /// Where a turn's tool calls are journaled: the run's ledger, bound to
+    /// the last committed record (`None` without a ledger).
+    fn journal(&self) -> Option<crate::run::context::Journal<'x>> {
+        self.ledger.map(|ledger| crate::run::context::Journal {
+            ledger,
+            anchor: self.prev_hash.clone(),
+        })
     }
 
     /// Readies the current turn's view for agent `A` (by
@@ -501,16 +507,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn.lease_seq = next.saturating_sub(1);
         self.turn.turn_seq = next;
         self.turn.earlier_upto = self.earlier_upto::<A>();
-        self.bind_journal();
-    }
-
-    /// Binds the current turn's tool calls to the last committed record.
-    #[inline]
-    fn bind_journal(&mut self) {
-        self.turn.journal = self.ledger.map(|ledger| crate::run::context::Journal {
-            ledger,
-            anchor: self.prev_hash.clone(),
-        });
+        self.turn.journal = self.journal();
     }
 
     /// The context of agent `A`'s turn, once [`receive`](Self::receive)
@@ -1173,9 +1170,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // The turn's tool calls bind to the committed record.
         self.commit_last()?;
-        if self.ledger.is_some() {
-            self.bind_journal();
-        }
+        self.turn.journal = self.journal();
         self.receipt_decided();
         self.turn_input = i;
         self.progress::<A>();
@@ -1448,26 +1443,20 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         &mut self,
         result: Result<A::Next, Reject>,
     ) -> Result<Transition<W>, RunError> {
-        match (A::HAS_POST, A::POST_READS_CONTEXT) {
-            (false, _) => self.deliver_checked::<A>(result, |_| Ok(())),
-            (true, false) => self.deliver_checked::<A>(result, A::post_without_context),
-            (true, true) => {
-                // Checked now, on the turn's log as the body left it, with
-                // a context that borrows the run: the outcome is applied
-                // in its place among the turn's other stops.
-                let post = match &result {
-                    Ok(next) => A::post(next, &self.turn_context::<A>()),
-                    Err(_) => Ok(()),
-                };
-                self.deliver_checked::<A>(result, move |_| post)
-            }
-        }
+        // Checked now, on the turn's log as the body left it (a context
+        // that borrows the run, when a condition reads one): the outcome
+        // is applied in its place among the turn's other stops.
+        let post = match &result {
+            Ok(next) => check_post::<W, A>(next, || self.turn_context::<A>()),
+            Err(_) => Ok(()),
+        };
+        self.deliver_checked::<A>(result, post)
     }
 
     fn deliver_checked<A: Agent<W>>(
         &mut self,
         result: Result<A::Next, Reject>,
-        post: impl FnOnce(&A::Next) -> Result<(), &'static crate::spec::Condition>,
+        post: Result<(), &'static crate::spec::Condition>,
     ) -> Result<Transition<W>, RunError> {
         let agent = agent_name::<W>(A::INDEX);
         // A turn that used no lease and logged nothing (no tool call, no
@@ -1514,7 +1503,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             && self.elapsed_ms() >= after_ms
         {
             Some(RunError::DeadlinePassed { agent, after_ms })
-        } else if let Err(c) = post(&next_out) {
+        } else if let Err(c) = post {
             crate::observe::telemetry::post_condition_failed::<W, A>(c);
             Some(RunError::PostCondition {
                 agent,
