@@ -49,10 +49,9 @@ pub(crate) struct TurnView<'x> {
 }
 
 /// A context's turn and the run's state it reads: the [`TurnView`], the
-/// run's shared state (the turn's log, the budgets, the earlier-turn log)
-/// and its payload bytes as they stood when the turn started (`None` when
-/// the agent has no earlier turns: what its earlier turns are read from,
-/// without a copy).
+/// run's shared state (the turn's log, the budgets) and its transfers
+/// with their payload bytes (what its earlier turns and lease chains are
+/// read from, without a copy).
 ///
 /// A turn's context borrows them from the runtime for the turn (the
 /// generated loop's turns and `Runtime::turn`): the runtime changes none of
@@ -64,13 +63,19 @@ pub(crate) enum TurnRef<'x> {
     Lent {
         turn: &'x TurnView<'x>,
         shared: &'x Arc<RunShared>,
-        payloads: Option<&'x crate::run::Payloads>,
+        transcript: &'x crate::run::Transcript,
     },
     /// Held by the context (a branch's, a canary's).
     Owned(Box<OwnedTurn<'x>>),
+    /// Borrowed from a branch's owned turn for a context that lives
+    /// shorter (its pre- or post-conditions').
+    Borrowed(&'x OwnedTurn<'x>),
 }
 
-/// What an owned [`TurnRef`] holds.
+/// What an owned [`TurnRef`] holds: the run's transfers are read from the
+/// shared state's copy ([`RunShared::transfers`]), their payload bytes
+/// from a share of the run's as they stood when the turn started (`None`
+/// when the agent has no earlier turns).
 #[derive(Clone)]
 pub(crate) struct OwnedTurn<'x> {
     pub(crate) turn: TurnView<'x>,
@@ -85,6 +90,7 @@ impl<'x> TurnRef<'x> {
         match self {
             TurnRef::Lent { turn, .. } => turn,
             TurnRef::Owned(owned) => &owned.turn,
+            TurnRef::Borrowed(owned) => &owned.turn,
         }
     }
 
@@ -95,14 +101,35 @@ impl<'x> TurnRef<'x> {
         match self {
             TurnRef::Lent { shared, .. } => shared,
             TurnRef::Owned(owned) => &owned.shared,
+            TurnRef::Borrowed(owned) => &owned.shared,
         }
     }
 
     /// The run's payload bytes as they stood when the turn started.
     pub(crate) fn payloads(&self) -> Option<&crate::run::Payloads> {
         match self {
-            TurnRef::Lent { payloads, .. } => *payloads,
+            TurnRef::Lent { transcript, .. } => Some(&transcript.bytes),
             TurnRef::Owned(owned) => owned.payloads.as_ref(),
+            TurnRef::Borrowed(owned) => owned.payloads.as_ref(),
+        }
+    }
+
+    /// `read` on the run's transfers as they stood when the turn started
+    /// (a branch's from the shared copy, under its lock).
+    pub(crate) fn with_transfers<R>(&self, read: impl FnOnce(crate::run::Transfers<'_>) -> R) -> R {
+        match self {
+            TurnRef::Lent { transcript, .. } => read(transcript.transfers()),
+            TurnRef::Owned(owned) => read(owned.shared.transfers().view()),
+            TurnRef::Borrowed(owned) => read(owned.shared.transfers().view()),
+        }
+    }
+
+    /// The transcript the turn borrows, when it does (`None` for a
+    /// branch's: see [`with_transfers`](Self::with_transfers)).
+    pub(crate) fn transcript(&self) -> Option<&'x crate::run::Transcript> {
+        match self {
+            TurnRef::Lent { transcript, .. } => Some(transcript),
+            TurnRef::Owned(_) | TurnRef::Borrowed(_) => None,
         }
     }
 }
@@ -111,11 +138,7 @@ impl<'x> OwnedTurn<'x> {
     /// Lent to a context that lives shorter than this (a pre- or
     /// post-condition's on a branch).
     pub(crate) fn lend(&self) -> TurnRef<'_> {
-        TurnRef::Lent {
-            turn: &self.turn,
-            shared: &self.shared,
-            payloads: self.payloads.as_ref(),
-        }
+        TurnRef::Borrowed(self)
     }
 }
 
@@ -125,13 +148,14 @@ impl Clone for TurnRef<'_> {
             TurnRef::Lent {
                 turn,
                 shared,
-                payloads,
+                transcript,
             } => TurnRef::Lent {
                 turn,
                 shared,
-                payloads: *payloads,
+                transcript,
             },
             TurnRef::Owned(owned) => TurnRef::Owned(owned.clone()),
+            TurnRef::Borrowed(owned) => TurnRef::Borrowed(owned),
         }
     }
 }
@@ -175,9 +199,10 @@ pub(crate) struct RunShared {
     /// for the edges with a loop bound: what an agent reads as the uses it
     /// has left.
     pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
-    /// What the agents' earlier turns are read from (one log, shared with
-    /// the branches of a fan-out).
-    pub(crate) earlier: Arc<std::sync::Mutex<crate::run::EarlierLog>>,
+    /// The run's transfers as a fan-out's branches read them (a copy,
+    /// brought up to date when a branch's context is made; empty in a run
+    /// that never fans out), shared with the branches' own states.
+    pub(crate) transfers: Arc<std::sync::Mutex<crate::run::SharedTransfers>>,
     /// The leases revoked in the run, the current turn's renewal and lease
     /// acts (`run/lease_book.rs`).
     pub(crate) leases: std::sync::Mutex<crate::run::LeaseBook>,
@@ -241,9 +266,9 @@ impl RunShared {
         self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn earlier(&self) -> std::sync::MutexGuard<'_, crate::run::EarlierLog> {
-        // Every write is one push: a panic elsewhere leaves it consistent.
-        self.earlier.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn transfers(&self) -> std::sync::MutexGuard<'_, crate::run::SharedTransfers> {
+        // Every write is one append: a panic elsewhere leaves it consistent.
+        self.transfers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn mark(&self) {
@@ -443,12 +468,9 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             return &[];
         };
         self.earlier.get_or_init(|| {
-            Box::new(
-                self.run
-                    .shared()
-                    .earlier()
-                    .turns_of::<W, A>(self.run.turn().earlier_upto, payloads),
-            )
+            Box::new(self.run.with_transfers(|transfers| {
+                transfers.turns_of::<W, A>(self.run.turn().earlier_upto, payloads)
+            }))
         })
     }
 
@@ -577,6 +599,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
             run_id: self.run.shared().run_id,
             turn_seq: self.run.turn().turn_seq,
             journal: self.run.turn().journal.clone(),
+            transcript: self.run.transcript(),
             mode: self.run.shared().mode,
         };
         let call = async move { call_tool::<W, T>(tool, input, deps, root, &shared, at).await };

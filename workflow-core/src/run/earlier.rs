@@ -4,6 +4,7 @@
 
 use std::marker::PhantomData;
 
+use crate::run::transcript::{Entry, ScopeAt};
 use crate::run::{Payloads, Runtime, Transcript};
 use crate::spec::{Agent, Node, PayloadFormat, RecordError, Workflow};
 
@@ -87,86 +88,9 @@ fn decode<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// What a turn's context reads its agent's earlier turns from, beside the
-/// payload bytes the transcript holds (and a context shares, see
-/// [`Payloads`](crate::run::Payloads)): each transfer's span in those bytes
-/// and the agent turn that made it, appended as the run records them and
-/// shared with the contexts through the run's shared state. A context
-/// builds its typed view only when the agent asks
-/// (`Context::earlier_turns`), so a turn that does not look costs nothing.
-#[derive(Default)]
-pub(crate) struct EarlierLog {
-    /// Each transfer, by sequence number: its payload's format and span in
-    /// the run's payload bytes, and the agent turn that made it.
-    transfers: Vec<Logged>,
-    /// Agent turns logged.
-    turns: u32,
-}
-
-/// Who sent a transfer logged in the [`EarlierLog`], to whom, and under
-/// what.
-pub(crate) struct Sent {
-    pub(crate) from: Node,
-    pub(crate) to: Node,
-    /// The same transfer again (after an escalation or a failed turn).
-    pub(crate) redelivery: bool,
-    /// When the scope its sender worked under expires.
-    pub(crate) sender_expires: Option<crate::spec::Expiry>,
-}
-
-/// One transfer in the [`EarlierLog`], in 40 bytes (a run logs every
-/// transfer): the optional numbers are kept with a sentinel ([`NONE`],
-/// [`NO_AGENT`]) and the expiry as its kind and value, not as `Option`s,
-/// which would each add their own tag and padding.
-#[derive(Clone, Copy)]
-struct Logged {
-    start: u32,
-    end: u32,
-    /// The input of the agent turn that made the transfer ([`NONE`]: no
-    /// agent turn made it).
-    turn_input: u32,
-    /// The lease its sender worked under: the sender's input (for a
-    /// redelivery, the original transfer's); what a lease granted by this
-    /// transfer derives from ([`NONE`]: none).
-    under: u32,
-    /// When the scope its sender worked under expired, with
-    /// `expires_kind`: what a renewal of the lease it grants must stay
-    /// within.
-    expires_value: u64,
-    /// The agent whose turn made the transfer ([`NO_AGENT`]: none).
-    turn_agent: u16,
-    /// The agent that sent the transfer, a redelivery's too ([`NO_AGENT`]:
-    /// none).
-    from: u16,
-    to: Node,
-    format: PayloadFormat,
-    /// 0: no scope, 1: never expires, 2: at a hop, 3: at a time.
-    expires_kind: u8,
-}
-
-/// No such number, in a [`Logged`] field that may have none.
-const NONE: u32 = u32::MAX;
-/// No agent, in a [`Logged`] field that may have none (agents are numbered
-/// below `u16::MAX`: a graph's agents are indexed by `u16`).
-const NO_AGENT: u16 = u16::MAX;
-
-impl Logged {
-    fn turn(&self) -> Option<(u16, u32)> {
-        (self.turn_agent != NO_AGENT).then_some((self.turn_agent, self.turn_input))
-    }
-
-    fn from(&self) -> Option<u16> {
-        (self.from != NO_AGENT).then_some(self.from)
-    }
-
-    fn under(&self) -> Option<u32> {
-        (self.under != NONE).then_some(self.under)
-    }
-
-    fn sender_expires(&self) -> Option<crate::spec::Expiry> {
-        unpack_expiry(self.expires_kind, self.expires_value)
-    }
-}
+/// No such number, in an [`Entry`](crate::run::transcript::Entry)'s
+/// `turn_input` or `under`.
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// `expires` as a kind and a value, for the run's per-transfer tables (an
 /// `Option<Expiry>` takes 16 bytes with its own tag and padding): kind 0
@@ -192,92 +116,112 @@ pub(crate) fn unpack_expiry(kind: u8, value: u64) -> Option<crate::spec::Expiry>
     }
 }
 
-impl EarlierLog {
-    /// Logs transfer `seq` (the next one: transfers are logged in order),
-    /// its payload at `span` of the run's payload bytes, made by `turn` (an
-    /// agent and its input) and sent to `to`.
-    pub(crate) fn log(
-        &mut self,
-        seq: usize,
-        format: PayloadFormat,
-        (start, end): (u32, u32),
-        turn: Option<(u16, usize)>,
-        sent: Sent,
-    ) {
-        let Sent {
-            from,
-            to,
-            redelivery,
-            sender_expires,
-        } = sent;
-        let from = match from {
-            Node::Agent(a) => Some(a),
-            _ => None,
+/// The run's transfers as its earlier turns and its lease chains are read
+/// from: the transcript's entries (each with the agent turn that made it
+/// and the lease it was sent under) and its senders' scopes. Borrowed from
+/// the transcript by the runtime and by a turn's context (which borrows
+/// the run's state for its turn), or from the run's [`SharedTransfers`] by
+/// a fan-out branch's context.
+#[derive(Clone, Copy)]
+pub(crate) struct Transfers<'a> {
+    entries: &'a [Entry],
+    scopes: &'a [ScopeAt],
+}
+
+impl Transcript {
+    /// Its transfers, to read earlier turns and lease chains from.
+    #[inline]
+    pub(crate) fn transfers(&self) -> Transfers<'_> {
+        Transfers {
+            entries: &self.entries,
+            scopes: &self.sender_scopes,
+        }
+    }
+
+    /// Links every transfer to the agent turn that made it and to the
+    /// lease it was sent under, as the run that recorded them did (a
+    /// resumed run does it once, from its records): each transfer an agent
+    /// made (a person's edit of one is not a turn of its own) with the last
+    /// input that agent accepted before it. Returns the turns linked.
+    pub(crate) fn link_turns(&mut self) -> u32 {
+        let mut input: Vec<Option<usize>> = vec![None; self.graph.agents.len()];
+        let mut turns = 0;
+        for i in 0..self.entries.len() {
+            let e = self.entries[i];
+            let edge = self.graph.edges.get(e.edge as usize);
+            let turn = match edge.map(|edge| edge.from) {
+                Some(Node::Agent(from)) if !e.redelivery => {
+                    input.get(from as usize).copied().flatten()
+                }
+                _ => None,
+            };
+            self.link(i, turn);
+            turns += u32::from(turn.is_some());
+            if let Some(Node::Agent(to)) = edge.map(|edge| edge.to)
+                && e.status.ran()
+                && let Some(slot) = input.get_mut(to as usize)
+            {
+                *slot = Some(i);
+            }
+        }
+        turns
+    }
+
+    /// Links transfer `i` to the agent turn that made it (`turn`, that
+    /// turn's input) and to the lease it was sent under: the turn's input,
+    /// or for a redelivery the lease of the transfer it repeats (the last
+    /// one between the same two nodes).
+    pub(crate) fn link(&mut self, i: usize, turn: Option<usize>) {
+        let Some(e) = self.entries.get(i) else {
+            return;
         };
-        // A redelivery carries the lease of the transfer it repeats: the
-        // last one between the same two nodes.
-        let under = if redelivery {
-            self.transfers
+        let link = if e.redelivery {
+            let ends = |e: &Entry| {
+                self.graph
+                    .edges
+                    .get(e.edge as usize)
+                    .map(|d| (d.from, d.to))
+            };
+            let these = ends(e);
+            self.entries[..i]
                 .iter()
                 .rev()
-                .find(|t| t.from() == from && t.to == to)
-                .and_then(|t| t.under())
+                .find(|earlier| ends(earlier) == these)
+                .and_then(Entry::under)
         } else {
-            turn.map(|(_, input)| input as u32)
+            turn.map(|input| input as u32)
         };
-        debug_assert_eq!(seq, self.transfers.len(), "transfers are logged in order");
-        if self.transfers.is_empty() {
-            // One allocation for a typical run's first rounds.
-            self.transfers.reserve_exact(16);
-        }
-        let (expires_kind, expires_value) = pack_expiry(sender_expires);
-        let (turn_agent, turn_input) =
-            turn.map_or((NO_AGENT, NONE), |(agent, input)| (agent, input as u32));
-        crate::run::payloads::push_grown(
-            &mut self.transfers,
-            Logged {
-                start,
-                end,
-                turn_input,
-                under: under.unwrap_or(NONE),
-                expires_value,
-                turn_agent,
-                from: from.unwrap_or(NO_AGENT),
-                to,
-                format,
-                expires_kind,
-            },
-        );
-        self.turns += u32::from(turn.is_some());
+        self.entries[i].link = link.unwrap_or(NONE);
     }
+}
 
-    /// Room for `transfers` more transfers (a run as large as the
-    /// executor's last).
-    pub(crate) fn reserve(&mut self, transfers: usize) {
-        self.transfers.reserve_exact(transfers);
-    }
-
-    /// Turns logged so far.
-    pub(crate) fn turn_count(&self) -> u32 {
-        self.turns
-    }
-
+impl Transfers<'_> {
     /// The lease transfer `seq` was granted under (its sender's input),
     /// if its sender was an agent working on one.
     pub(crate) fn granted_under(&self, seq: u32) -> Option<u32> {
-        self.transfers.get(seq as usize)?.under()
+        self.entries.get(seq as usize)?.under()
     }
 
     /// When the scope the sender of transfer `seq` worked under expired
     /// (`None`: no scope, or no such transfer).
     pub(crate) fn sender_expires(&self, seq: u32) -> Option<crate::spec::Expiry> {
-        self.transfers.get(seq as usize)?.sender_expires()
+        crate::run::transcript::scope_at(self.scopes, seq as usize).map(|(_, expires)| expires)
     }
 
-    /// Who sent transfer `seq` and to whom (`None`: no such transfer).
-    pub(crate) fn ends(&self, seq: u32) -> Option<(Option<u16>, Node)> {
-        let t = self.transfers.get(seq as usize)?;
-        Some((t.from(), t.to))
+    /// Who sent transfer `seq` (an agent, or `None` for the run's caller)
+    /// and to whom, in `graph` (`None`: no such transfer).
+    pub(crate) fn ends(&self, graph: &crate::spec::Graph, seq: u32) -> Option<(Option<u16>, Node)> {
+        let e = self.entries.get(seq as usize)?;
+        Some(match graph.edges.get(e.edge as usize) {
+            Some(edge) => (
+                match edge.from {
+                    Node::Agent(a) => Some(a),
+                    _ => None,
+                },
+                edge.to,
+            ),
+            None => (None, Node::End),
+        })
     }
 
     /// The leases transfer `seq`'s lease derives from, itself first: each
@@ -294,79 +238,42 @@ impl EarlierLog {
         chain
     }
 
-    /// The log of transcript `t` as a run that made it would have built it
-    /// (a resumed run builds it once, from its records): each transfer an
-    /// agent made (a person's edit of one is not a turn of its own), with
-    /// the last input that agent accepted before it.
-    pub(crate) fn of_transcript(t: &Transcript) -> Self {
-        let mut log = EarlierLog::default();
-        let mut input: Vec<Option<usize>> = vec![None; t.graph.agents.len()];
-        for (i, e) in t.entries.iter().enumerate() {
-            let edge = t.graph.edges.get(e.edge as usize);
-            let turn = match edge.map(|edge| edge.from) {
-                Some(Node::Agent(from)) if !e.redelivery => input
-                    .get(from as usize)
-                    .copied()
-                    .flatten()
-                    .map(|j| (from, j)),
-                _ => None,
-            };
-            let to = edge.map_or(Node::End, |edge| edge.to);
-            let from = edge.map_or(Node::Start, |edge| edge.from);
-            log.log(
-                i,
-                e.format,
-                (e.start, e.end),
-                turn,
-                Sent {
-                    from,
-                    to,
-                    redelivery: e.redelivery,
-                    sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
-                },
-            );
-            if let Node::Agent(to) = to
-                && e.status.ran()
-                && let Some(slot) = input.get_mut(to as usize)
-            {
-                *slot = Some(i);
-            }
-        }
-        log
-    }
-
-    /// Agent `A`'s turns among the first `upto` logged, typed, their
-    /// payloads read from `bytes` (the run's, as they stood when the turn
-    /// asking started).
+    /// Agent `A`'s turns among the first `upto` agent turns recorded,
+    /// typed, their payloads read from `bytes` (the run's, as they stood
+    /// when the turn asking started).
     pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(
         &self,
         upto: u32,
         bytes: &Payloads,
     ) -> Vec<EarlierTurn<W, A>> {
-        let copy = |seq: u32| {
-            let t = self.transfers[seq as usize];
+        let copy = |e: &Entry| {
             (
-                t.format,
-                bytes.get(t.start, t.end).unwrap_or_default().to_vec(),
+                e.format,
+                bytes.get(e.start, e.end).unwrap_or_default().to_vec(),
             )
         };
         let mut seen = 0;
         let mut turns = Vec::new();
-        for (seq, t) in self.transfers.iter().enumerate() {
-            let Some((agent, input)) = t.turn() else {
+        for (seq, e) in self.entries.iter().enumerate() {
+            let Some(turn_input) = e.turn_input() else {
                 continue;
             };
             if seen == upto {
                 break;
             }
             seen += 1;
-            if agent == A::INDEX {
+            let Some(edge) = W::GRAPH.edges.get(e.edge as usize) else {
+                continue;
+            };
+            if edge.from == Node::Agent(A::INDEX)
+                && let Some(input) = self.entries.get(turn_input as usize)
+            {
                 turns.push(EarlierTurn {
-                    input_seq: input as usize,
+                    input_seq: turn_input as usize,
                     input: copy(input),
                     output_seq: seq,
-                    to: t.to,
-                    output: copy(seq as u32),
+                    to: edge.to,
+                    output: copy(e),
                     _of: PhantomData,
                 });
             }
@@ -375,10 +282,45 @@ impl EarlierLog {
     }
 }
 
+/// The run's transfers as a fan-out's branches read them (their contexts
+/// are kept while the runtime records their siblings, so they cannot
+/// borrow the transcript): a copy of the transcript's entries and senders'
+/// scopes, shared through the run's shared state and brought up to date
+/// when a branch's context is made. A run that never fans out never
+/// copies anything into it.
+#[derive(Default)]
+pub(crate) struct SharedTransfers {
+    entries: Vec<Entry>,
+    scopes: Vec<ScopeAt>,
+}
+
+impl SharedTransfers {
+    /// Copies what `t` recorded since the last time. Entries and scopes
+    /// are appended in order, and what a context reads of an entry (who
+    /// made it, under what lease, its payload's span) never changes once
+    /// it is recorded, so the copy's first entries stay exact.
+    pub(crate) fn catch_up(&mut self, t: &Transcript) {
+        if let Some(new) = t.entries.get(self.entries.len()..) {
+            self.entries.extend_from_slice(new);
+        }
+        if let Some(new) = t.sender_scopes.get(self.scopes.len()..) {
+            self.scopes.extend_from_slice(new);
+        }
+    }
+
+    /// What it holds, to read.
+    pub(crate) fn view(&self) -> Transfers<'_> {
+        Transfers {
+            entries: &self.entries,
+            scopes: &self.scopes,
+        }
+    }
+}
+
 impl<W: Workflow> Runtime<'_, W> {
-    /// How many logged turns agent `A`'s context may see: 0 when `A` has
-    /// made no transfer yet (counted as the record grows, so a first turn
-    /// costs nothing here).
+    /// How many recorded agent turns agent `A`'s context may see: 0 when
+    /// `A` has made no transfer yet (counted as the record grows, so a
+    /// first turn costs nothing here).
     pub(crate) fn earlier_upto<A: Agent<W>>(&self) -> u32 {
         if self.sent_by.get(A::INDEX as usize).is_none_or(|n| *n == 0) {
             return 0;
@@ -386,41 +328,20 @@ impl<W: Workflow> Runtime<'_, W> {
         self.logged_turns
     }
 
-    /// Logs the transfer just recorded (the transcript's last entry): its
-    /// payload, and the turn that made it when an agent sent it.
-    pub(crate) fn log_transfer(&mut self, from: Node) {
-        let t = &self.transcript;
-        let i = t.entries.len() - 1;
-        let e = &t.entries[i];
-        let to = t
-            .graph
-            .edges
-            .get(e.edge as usize)
-            .map_or(Node::End, |e| e.to);
-        let sent = Sent {
-            from,
-            to,
-            redelivery: e.redelivery,
-            sender_expires: t.sender_scope(i).map(|(_, expires)| expires),
-        };
-        self.log_sent(sent);
-    }
-
-    /// Logs the transfer just recorded (the transcript's last entry), sent
-    /// as `sent` says (what [`log_transfer`](Self::log_transfer) looks up;
-    /// the recording of a new transfer knows it already).
+    /// Links the transfer just recorded (the transcript's last entry, sent
+    /// by `from` and not a redelivery) to the agent turn that made it, when
+    /// an agent sent it.
     #[inline]
-    pub(crate) fn log_sent(&mut self, sent: Sent) {
-        let t = &self.transcript;
-        let i = t.entries.len() - 1;
-        let e = &t.entries[i];
-        let turn = match sent.from {
-            Node::Agent(agent) if !sent.redelivery => self.input_of(agent, i).map(|j| (agent, j)),
+    pub(crate) fn link_sent(&mut self, from: Node) {
+        let i = self.transcript.entries.len() - 1;
+        let turn = match from {
+            Node::Agent(agent) => self.input_of(agent, i),
             _ => None,
         };
-        let mut log = self.shared.earlier();
-        log.log(i, e.format, (e.start, e.end), turn, sent);
-        self.logged_turns = log.turn_count();
+        if let Some(input) = turn {
+            self.transcript.entries[i].link = input as u32;
+            self.logged_turns += 1;
+        }
     }
 
     /// The last input agent `agent` accepted before transfer `before`: the
@@ -445,13 +366,74 @@ impl<W: Workflow> Runtime<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Expiry;
+    use crate::run::transcript::Status;
+    use crate::spec::{AgentInfo, EdgeInfo, Expiry, Graph};
+
+    fn unit() -> std::borrow::Cow<'static, str> {
+        "()".into()
+    }
+    const fn agent(name: &'static str) -> AgentInfo {
+        AgentInfo {
+            name,
+            input: "()",
+            input_schema: unit,
+            owns: &[],
+            tools: &[],
+            timeout_ms: None,
+            pre: &[],
+            post: &[],
+            on_reject: crate::spec::OnReject::Abort,
+        }
+    }
+    const fn edge(from: Node, to: Node) -> EdgeInfo {
+        EdgeInfo {
+            from,
+            to,
+            payload: "()",
+            payload_schema: unit,
+            bound: None,
+        }
+    }
+    static AGENTS: [AgentInfo; 2] = [agent("a"), agent("b")];
+    static EDGES: [EdgeInfo; 3] = [
+        edge(Node::Start, Node::Agent(0)),
+        edge(Node::Agent(0), Node::Agent(1)),
+        edge(Node::Agent(1), Node::Agent(0)),
+    ];
+    static GRAPH: Graph = Graph {
+        name: "links",
+        agents: &AGENTS,
+        edges: &EDGES,
+        tools: &[],
+        input: "()",
+        output: "()",
+        max_hops: 10,
+    };
+
+    fn push(t: &mut Transcript, edge: u16, redelivery: bool, expires: Option<Expiry>) {
+        let at = t.entries.len() as u32;
+        if let Some(expires) = expires {
+            t.push_sender_scope(at, "deploy", expires);
+        }
+        t.entries.push(Entry {
+            hop: 0,
+            edge,
+            status: Status::Accepted,
+            redelivery,
+            format: PayloadFormat::Msgpack,
+            start: 0,
+            end: 0,
+            link: NONE,
+            at_us: 0,
+        });
+    }
 
     #[test]
-    fn a_logged_transfer_is_40_bytes_and_reads_back_what_was_logged() {
-        assert_eq!(std::mem::size_of::<Logged>(), 40);
-        // The transcript's scopes are packed the same way.
-        assert_eq!(std::mem::size_of::<crate::run::transcript::ScopeAt>(), 32);
+    fn transfers_read_back_who_made_them_and_under_what_lease() {
+        // The scopes are packed (an `Option<Expiry>` alone takes 16
+        // bytes), and an entry with its link stays 32 bytes.
+        assert_eq!(std::mem::size_of::<ScopeAt>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
         for expires in [
             None,
             Some(Expiry::Never),
@@ -461,37 +443,41 @@ mod tests {
             let (kind, value) = pack_expiry(expires);
             assert_eq!(unpack_expiry(kind, value), expires);
         }
-        let mut log = EarlierLog::default();
-        let expiries = [
-            None,
-            Some(Expiry::Never),
-            Some(Expiry::AtHop(7)),
-            Some(Expiry::AtUnixMs(1_700_000_000_000)),
-        ];
-        for (seq, expires) in expiries.into_iter().enumerate() {
-            log.log(
-                seq,
-                PayloadFormat::Msgpack,
-                (seq as u32 * 10, seq as u32 * 10 + 10),
-                (seq > 0).then(|| (1, seq - 1)),
-                Sent {
-                    from: if seq == 0 {
-                        Node::Start
-                    } else {
-                        Node::Agent(1)
-                    },
-                    to: Node::Agent(2),
-                    redelivery: false,
-                    sender_expires: expires,
-                },
-            );
-            assert_eq!(log.sender_expires(seq as u32), expires);
-        }
-        assert_eq!(log.turn_count(), 3);
-        assert_eq!(log.ends(0), Some((None, Node::Agent(2))));
-        assert_eq!(log.ends(3), Some((Some(1), Node::Agent(2))));
-        assert_eq!(log.granted_under(0), None);
-        assert_eq!(log.granted_under(3), Some(2));
-        assert_eq!(log.lease_chain(3), [3, 2, 1, 0]);
+        let mut t = Transcript::new(1, &GRAPH);
+        // 0: the run's input to a; 1: a -> b; 2: b -> a; 3: a -> b;
+        // 4: a -> b again (a redelivery of 3).
+        push(&mut t, 0, false, None);
+        push(&mut t, 1, false, Some(Expiry::AtHop(7)));
+        push(&mut t, 2, false, Some(Expiry::AtUnixMs(1_700_000_000_000)));
+        push(&mut t, 1, false, Some(Expiry::Never));
+        push(&mut t, 1, true, Some(Expiry::Never));
+        assert_eq!(t.link_turns(), 3);
+        let x = t.transfers();
+        assert_eq!(x.sender_expires(0), None);
+        assert_eq!(x.sender_expires(1), Some(Expiry::AtHop(7)));
+        assert_eq!(
+            x.sender_expires(2),
+            Some(Expiry::AtUnixMs(1_700_000_000_000))
+        );
+        assert_eq!(x.ends(&GRAPH, 0), Some((None, Node::Agent(0))));
+        assert_eq!(x.ends(&GRAPH, 2), Some((Some(1), Node::Agent(0))));
+        assert_eq!(x.ends(&GRAPH, 5), None);
+        assert_eq!(x.granted_under(0), None);
+        assert_eq!(x.granted_under(1), Some(0));
+        assert_eq!(x.granted_under(3), Some(2));
+        // A redelivery is sent under the lease of the transfer it repeats.
+        assert_eq!(x.granted_under(4), Some(2));
+        assert_eq!(x.lease_chain(3), [3, 2, 1, 0]);
+        assert_eq!(x.lease_chain(4), [4, 2, 1, 0]);
+        // The branches' copy, caught up in two steps, reads the same.
+        let mut shared = SharedTransfers::default();
+        let mut first = t.clone();
+        first.entries.truncate(2);
+        first.sender_scopes.truncate(1);
+        shared.catch_up(&first);
+        assert_eq!(shared.view().lease_chain(1), [1, 0]);
+        shared.catch_up(&t);
+        assert_eq!(shared.view().lease_chain(4), [4, 2, 1, 0]);
+        assert_eq!(shared.view().sender_expires(2), x.sender_expires(2));
     }
 }

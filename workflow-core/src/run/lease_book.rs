@@ -116,14 +116,21 @@ impl RunShared {
     }
 
     /// The first lease found revoked among lease `seq` and those it derives
-    /// from, for a check made at `position`: by the operator's registry
-    /// (`Executor::revoke`, `with_revocations`) or in the run's book.
-    pub(crate) fn void_lease(&self, seq: u32, position: u32) -> Option<u32> {
+    /// from (`chain_of(seq)`, read from the run's transfers only when a
+    /// lease can be void), for a check made at `position`: by the
+    /// operator's registry (`Executor::revoke`, `with_revocations`) or in
+    /// the run's book.
+    pub(crate) fn void_lease(
+        &self,
+        seq: u32,
+        position: u32,
+        chain_of: impl FnOnce(u32) -> Vec<u32>,
+    ) -> Option<u32> {
         let registry = self.revocations.as_deref().filter(|r| !r.is_empty());
         if registry.is_none() && !self.leases_used.load(Ordering::Acquire) {
             return None;
         }
-        let chain = self.earlier().lease_chain(seq);
+        let chain = chain_of(seq);
         let book = self.leases();
         chain.into_iter().find(|s| {
             book.is_revoked(*s, position)
@@ -234,11 +241,11 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
     /// The runtime's answer to a renewal of a lease now expiring at `was`
     /// until `until`.
     fn decide_renewal(&self, was: Expiry, until: Expiry) -> Result<Expiry, RenewalRefused> {
-        if let Some(seq) = self
-            .run
-            .shared()
-            .void_lease(self.run.turn().lease_seq, self.run.turn().turn_seq)
-        {
+        if let Some(seq) = self.run.shared().void_lease(
+            self.run.turn().lease_seq,
+            self.run.turn().turn_seq,
+            |seq| self.run.with_transfers(|t| t.lease_chain(seq)),
+        ) {
             return Err(RenewalRefused::Revoked { seq });
         }
         if until == Expiry::Never {
@@ -254,11 +261,8 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
         });
         // What the grantor worked under, as recorded with the transfer
         // that granted the lease.
-        let grantor = self
-            .run
-            .shared()
-            .earlier()
-            .sender_expires(self.run.turn().lease_seq);
+        let lease_seq = self.run.turn().lease_seq;
+        let grantor = self.run.with_transfers(|t| t.sender_expires(lease_seq));
         match outlives_grantor(until, grantor, self.run.shared().max_hops, deadline) {
             Some((grantor, bound)) => Err(RenewalRefused::OutlivesGrantor {
                 asked: until,
@@ -289,7 +293,7 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
         }
         let seq = lease.seq;
         let ends = (seq < self.run.turn().turn_seq)
-            .then(|| self.run.shared().earlier().ends(seq))
+            .then(|| self.run.with_transfers(|t| t.ends(W::GRAPH, seq)))
             .flatten();
         let from = match ends {
             Some((from, Node::Agent(_))) => from,

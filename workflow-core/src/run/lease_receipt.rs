@@ -82,16 +82,17 @@ impl<W: Workflow> Runtime<'_, W> {
     /// record and its authority.
     pub(super) fn check_lease_revoked(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
         let pending = u32::try_from(self.transcript.len().checked_sub(1)?).ok()?;
-        let revoked = self.shared.void_lease(pending, pending)?;
+        let revoked = self.shared.void_lease(pending, pending, |seq| {
+            self.transcript.transfers().lease_chain(seq)
+        })?;
         // A lease's authority is what the transfers made under it record
         // as their sender's scope.
         let authority = if revoked == pending {
             contract.authority
         } else {
-            let made_under = {
-                let log = self.shared.earlier();
-                (revoked + 1..=pending).find(|s| log.granted_under(*s) == Some(revoked))
-            };
+            let transfers = self.transcript.transfers();
+            let made_under =
+                (revoked + 1..=pending).find(|s| transfers.granted_under(*s) == Some(revoked));
             made_under
                 .and_then(|s| self.transcript.sender_scope(s as usize))
                 .map_or(contract.authority, |(authority, _)| authority)

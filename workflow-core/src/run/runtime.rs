@@ -88,7 +88,8 @@ pub struct Runtime<'x, W: Workflow> {
     /// Transfers each agent has made (a person's edit of one not counted):
     /// an agent with none has no earlier turns to show its context.
     pub(super) sent_by: Box<[u32]>,
-    /// Agent turns in the run's earlier-turn log (`RunShared::earlier`).
+    /// Transfers recorded that an agent turn made (linked to it: see
+    /// `Transcript::link`).
     pub(super) logged_turns: u32,
     /// The payload of the last handoff returned to its sender, by edge: the
     /// same bytes sent again are rejected.
@@ -190,7 +191,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> Self {
         // Room for a run as large as the executor's last, at once.
         let last = limits.sizes.and_then(|s| s.last());
-        let run = Runtime {
+        Runtime {
             root,
             deps,
             hops: 0,
@@ -235,11 +236,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             joined_dissent: None,
             dissent: None,
             resume_fork: None,
-        };
-        if let Some((records, _)) = last {
-            run.shared.earlier().reserve(records);
         }
-        run
     }
 
     /// Pins the run's root: the transcript carries the root invariants' JSON
@@ -334,6 +331,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                     start: u32::try_from(start).map_err(|_| "records exceed 4 GiB".to_owned())?,
                     end: u32::try_from(t.bytes.len())
                         .map_err(|_| "records exceed 4 GiB".to_owned())?,
+                    link: crate::run::earlier::NONE,
                     at_us: r.at_us,
                 },
             );
@@ -394,9 +392,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             run.prev_hash = Arc::from(r.hash.as_str());
             run.at_offset_us = r.at_us;
         }
-        let log = crate::run::EarlierLog::of_transcript(&run.transcript);
-        run.logged_turns = log.turn_count();
-        *run.shared.earlier() = log;
+        run.logged_turns = run.transcript.link_turns();
         // The time the run had run before is known now: the shared state
         // takes the deadline it leaves (nothing else holds it yet, but a new
         // one is made rather than assumed).
@@ -464,6 +460,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     ) -> OwnedTurn<'x> {
         let turn = self.view_of::<A>(scope);
         let payloads = (turn.earlier_upto > 0).then(|| self.transcript.bytes.clone());
+        // The branch reads the run's transfers from the shared copy, brought
+        // up to date with everything recorded before its turn.
+        self.shared.transfers().catch_up(&self.transcript);
         OwnedTurn {
             turn,
             shared: self.shared.clone(),
@@ -517,11 +516,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all
     #[inline]
     pub fn turn_context<A: Agent<W>>(&self) -> Context<'_, W, A> {
-        let payloads = (self.turn.earlier_upto > 0).then_some(&self.transcript.bytes);
         let run = TurnRef::Lent {
             turn: &self.turn,
             shared: &self.shared,
-            payloads,
+            transcript: &self.transcript,
         };
         Context::new(self.root, self.deps, run)
     }
@@ -544,8 +542,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 
     /// The run's shared state made anew (a context of an earlier turn may
     /// still hold the old one) with `recorded` calls and `lease`: the
-    /// run's counts and its earlier-turn log carried over, the turn's log
-    /// empty.
+    /// run's counts and the branches' copy of its transfers carried over,
+    /// the turn's log empty.
     fn renew_shared(
         &mut self,
         recorded: Option<crate::ledger::RecordedCalls>,
@@ -557,7 +555,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .iter()
             .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
             .collect();
-        let earlier = self.shared.earlier.clone();
+        let transfers = self.shared.transfers.clone();
         let leases = std::mem::take(&mut *self.shared.leases());
         let leases_used = self.shared.leases_used.load(Ordering::Acquire);
         self.shared = Arc::new(RunShared {
@@ -573,7 +571,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             recorded,
             lease,
             edge_uses,
-            earlier,
+            transfers,
             leases: std::sync::Mutex::new(leases),
             leases_used: std::sync::atomic::AtomicBool::new(leases_used),
             ..RunShared::default()
@@ -804,7 +802,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.audited.clear();
         t.mode = self.limits.mode;
         // What the sender worked under, for the receipt of the lease it
-        // grants (now, or after a resume), and for the earlier-turn log.
+        // grants (now, or after a resume), and for its renewals.
         let sender_scope = match info.from {
             Node::Agent(_) => self.turn.scope,
             _ => None,
@@ -822,17 +820,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 format,
                 start,
                 end,
+                link: crate::run::earlier::NONE,
                 at_us,
             },
         );
-        // Who sent it, to whom and under what are known here: logged
-        // without looking them up again.
-        self.log_sent(crate::run::Sent {
-            from: info.from,
-            to: info.to,
-            redelivery: false,
-            sender_expires: sender_scope.map(|(_, expires)| expires),
-        });
+        self.link_sent(info.from);
         Ok(refused)
     }
 
@@ -1331,15 +1323,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 format,
                 start,
                 end,
+                link: crate::run::earlier::NONE,
                 at_us,
             },
         );
-        let from = W::GRAPH
-            .edges
-            .get(edge as usize)
-            .map_or(Node::Start, |e| e.from);
-        self.log_transfer(from);
-        Ok(self.transcript.entries.len() - 1)
+        // Not a turn of its own: sent under the lease of the transfer it
+        // repeats.
+        let i = t.entries.len() - 1;
+        t.link(i, None);
+        Ok(i)
     }
 
     /// Applies a person's decision to the escalated last transfer (to

@@ -55,7 +55,11 @@ fn check_scope(
             format!("the scope over authority `{needs}` has expired"),
         ));
     }
-    if let Some(revoked) = shared.void_lease(at.lease_seq, at.turn_seq) {
+    let chain_of = |seq| match at.transcript {
+        Some(transcript) => transcript.transfers().lease_chain(seq),
+        None => shared.transfers().view().lease_chain(seq),
+    };
+    if let Some(revoked) = shared.void_lease(at.lease_seq, at.turn_seq, chain_of) {
         let message = if revoked == at.lease_seq {
             format!("the lease on authority `{needs}` granted at record {revoked} was revoked")
         } else {
@@ -84,6 +88,9 @@ pub(crate) struct CallSite<'x> {
     pub(crate) run_id: u64,
     pub(crate) turn_seq: u32,
     pub(crate) journal: Option<crate::run::context::Journal<'x>>,
+    /// The run's transcript, when the turn borrows it (a branch's turn
+    /// reads the run's transfers from the shared state's copy).
+    pub(crate) transcript: Option<&'x crate::run::Transcript>,
     /// Whether a call outside the scope is made and recorded (audit mode).
     pub(crate) mode: crate::spec::Mode,
 }

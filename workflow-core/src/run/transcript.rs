@@ -6,7 +6,12 @@ use std::fmt;
 
 use crate::spec::{Escalation, Receipt, RecordError, RejectReason, TransferRecord, TurnRecord};
 /// A record as kept during a run: compact, payload bytes in a shared buffer.
-#[derive(Debug, Clone)]
+///
+/// With the transfer, who made it and under what lease: the input of the
+/// agent turn that sent it and the lease its sender worked under, which
+/// a turn's context reads its agent's earlier turns and the lease checks
+/// read lease chains from (`run/earlier.rs`).
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub(crate) hop: u32,
     pub(crate) edge: u16,
@@ -16,7 +21,31 @@ pub(crate) struct Entry {
     pub(crate) format: crate::spec::PayloadFormat,
     pub(crate) start: u32,
     pub(crate) end: u32,
+    /// For a new transfer, the input of the agent turn that made it, by
+    /// sequence number, which is also the lease its sender worked under;
+    /// for a redelivery (no turn of its own), the lease the transfer it
+    /// repeats was sent under ([`NONE`](crate::run::earlier::NONE): no
+    /// agent turn, no lease). Read with [`Entry::turn_input`] and
+    /// [`Entry::under`]: one field keeps an entry in 32 bytes.
+    pub(crate) link: u32,
     pub(crate) at_us: u64,
+}
+
+impl Entry {
+    /// The input of the agent turn that made the transfer (`None`: no
+    /// agent turn made it, as for the run's input and a redelivery).
+    #[inline]
+    pub(crate) fn turn_input(&self) -> Option<u32> {
+        (!self.redelivery && self.link != crate::run::earlier::NONE).then_some(self.link)
+    }
+
+    /// The lease its sender worked under: the sender's input (for a
+    /// redelivery, the original transfer's); what a lease granted by this
+    /// transfer derives from (`None`: none).
+    #[inline]
+    pub(crate) fn under(&self) -> Option<u32> {
+        (self.link != crate::run::earlier::NONE).then_some(self.link)
+    }
 }
 
 /// A receipt without its details: the reasons and decisions of the few
@@ -62,6 +91,22 @@ pub(crate) struct ScopeAt {
     value: u64,
     at: u32,
     kind: u8,
+}
+
+/// The scope among `scopes` (in entry order) that the sender of the `i`th
+/// transfer worked under ([`Transcript::sender_scope`]).
+pub(crate) fn scope_at(
+    scopes: &[ScopeAt],
+    i: usize,
+) -> Option<(&'static str, crate::spec::Expiry)> {
+    // Looked up from the end: the transfer asked about is nearly always
+    // the last one.
+    scopes
+        .iter()
+        .rev()
+        .take_while(|s| s.at as usize >= i)
+        .find(|s| s.at as usize == i)
+        .and_then(|s| Some((s.authority, super::earlier::unpack_expiry(s.kind, s.value)?)))
 }
 
 /// How large an executor's last run grew (its records and their payload
@@ -188,14 +233,7 @@ impl Transcript {
     /// it (`None`: the run's caller, a turn under no scope, or a record
     /// written before sender scopes were recorded).
     pub(crate) fn sender_scope(&self, i: usize) -> Option<(&'static str, crate::spec::Expiry)> {
-        // Looked up from the end: the transfer asked about is nearly always
-        // the last one.
-        self.sender_scopes
-            .iter()
-            .rev()
-            .take_while(|s| s.at as usize >= i)
-            .find(|s| s.at as usize == i)
-            .and_then(|s| Some((s.authority, super::earlier::unpack_expiry(s.kind, s.value)?)))
+        scope_at(&self.sender_scopes, i)
     }
 
     /// Records that the sender of transfer `at` worked under `authority`,
@@ -521,6 +559,7 @@ mod tests {
                     format: crate::spec::PayloadFormat::Msgpack,
                     start,
                     end: t.bytes.len() as u32,
+                    link: crate::run::earlier::NONE,
                     at_us: 0,
                 },
             );

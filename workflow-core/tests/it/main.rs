@@ -13,6 +13,7 @@ pub mod fixtures;
 
 pub mod agent_view;
 pub mod audit;
+pub mod branch_transfers;
 pub mod checkpoint;
 pub mod citations;
 pub mod contract_parts;
