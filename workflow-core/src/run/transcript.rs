@@ -246,8 +246,8 @@ impl Transcript {
     ) {
         let (kind, value) = super::earlier::pack_expiry(Some(expires));
         if self.sender_scopes.capacity() == 0 {
-            // One allocation for a typical run's first rounds (as the
-            // earlier-turn log's), not four small ones.
+            // One allocation for a typical run's first rounds, not four
+            // small ones.
             self.sender_scopes.reserve_exact(16);
         }
         crate::run::payloads::push_grown(
