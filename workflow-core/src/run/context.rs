@@ -37,7 +37,7 @@ pub(crate) struct TurnView<'x> {
     /// handoff, or the record of its failure): with the call's index, what
     /// identifies a tool call of the run.
     pub(crate) turn_seq: u32,
-    /// How many of the run's logged turns this context may see (0: the
+    /// How many of the run's recorded agent turns this context may see (0: the
     /// agent has none); its own view of them is built on first request.
     pub(crate) earlier_upto: u32,
     /// The scope of the handoff the agent works under (`None` for the
@@ -80,7 +80,7 @@ pub(crate) enum TurnRef<'x> {
 pub(crate) struct OwnedTurn<'x> {
     pub(crate) turn: TurnView<'x>,
     pub(crate) shared: Arc<RunShared>,
-    pub(crate) payloads: Option<crate::run::Payloads>,
+    pub(crate) payloads: Option<crate::run::SharedPayloads>,
 }
 
 impl<'x> TurnRef<'x> {
@@ -106,16 +106,20 @@ impl<'x> TurnRef<'x> {
     }
 
     /// The run's payload bytes as they stood when the turn started.
-    pub(crate) fn payloads(&self) -> Option<&crate::run::Payloads> {
+    pub(crate) fn payloads(&self) -> Option<crate::run::PayloadsRef<'_>> {
+        use crate::run::PayloadsRef;
         match self {
-            TurnRef::Lent { transcript, .. } => Some(&transcript.bytes),
-            TurnRef::Owned(owned) => owned.payloads.as_ref(),
-            TurnRef::Borrowed(owned) => owned.payloads.as_ref(),
+            TurnRef::Lent { transcript, .. } => Some(PayloadsRef::Run(&transcript.bytes)),
+            TurnRef::Owned(owned) => owned.payloads.as_ref().map(PayloadsRef::Shared),
+            TurnRef::Borrowed(owned) => owned.payloads.as_ref().map(PayloadsRef::Shared),
         }
     }
 
-    /// `read` on the run's transfers as they stood when the turn started
-    /// (a branch's from the shared copy, under its lock).
+    /// `read` on the run's transfers: the transcript a turn borrows, or for
+    /// a fan-out branch the copy shared with the branches (under its lock),
+    /// which holds every record made so far (`keep_branches_current`).
+    /// What a context reads is bounded by its view (its earlier turns, its
+    /// own lease's chain), except who granted a lease it names.
     pub(crate) fn with_transfers<R>(&self, read: impl FnOnce(crate::run::Transfers<'_>) -> R) -> R {
         match self {
             TurnRef::Lent { transcript, .. } => read(transcript.transfers()),

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 
 use crate::run::transcript::{Entry, ScopeAt};
-use crate::run::{Payloads, Runtime, Transcript};
+use crate::run::{PayloadsRef, Runtime, Transcript};
 use crate::spec::{Agent, Node, PayloadFormat, RecordError, Workflow};
 
 /// One earlier turn of agent `A` in this run, as the record holds it: the
@@ -244,7 +244,7 @@ impl Transfers<'_> {
     pub(crate) fn turns_of<W: Workflow, A: Agent<W>>(
         &self,
         upto: u32,
-        bytes: &Payloads,
+        bytes: PayloadsRef<'_>,
     ) -> Vec<EarlierTurn<W, A>> {
         let copy = |e: &Entry| {
             (
@@ -325,7 +325,7 @@ impl<W: Workflow> Runtime<'_, W> {
         if self.sent_by.get(A::INDEX as usize).is_none_or(|n| *n == 0) {
             return 0;
         }
-        self.logged_turns
+        self.linked_turns
     }
 
     /// Links the transfer just recorded (the transcript's last entry, sent
@@ -340,8 +340,29 @@ impl<W: Workflow> Runtime<'_, W> {
         };
         if let Some(input) = turn {
             self.transcript.entries[i].link = input as u32;
-            self.logged_turns += 1;
+            self.linked_turns += 1;
         }
+        self.keep_branches_current();
+    }
+
+    /// Brings the branches' copy of the run's transfers up to date with
+    /// what was just recorded, while a fan-out branch may read it (a
+    /// branch's shared state holds it): a branch reads every record made
+    /// before it asks, as a turn that borrows the transcript does, its
+    /// siblings' included. Otherwise (every sequential turn) one load.
+    #[inline]
+    pub(crate) fn keep_branches_current(&self) {
+        if std::sync::Arc::strong_count(&self.shared.transfers) > 1 {
+            self.catch_up_branches();
+        }
+    }
+
+    /// [`keep_branches_current`](Self::keep_branches_current)'s copy, out
+    /// of the line of a sequential run's records.
+    #[cold]
+    #[inline(never)]
+    fn catch_up_branches(&self) {
+        self.shared.transfers().catch_up(&self.transcript);
     }
 
     /// The last input agent `agent` accepted before transfer `before`: the

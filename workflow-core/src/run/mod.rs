@@ -28,7 +28,7 @@ pub use fork::*;
 pub(crate) use fork_resume::ForkResume;
 pub use generate::*;
 pub(crate) use lease_book::{LeaseBook, outlives_grantor, unix_now_ms};
-pub(crate) use payloads::Payloads;
+pub(crate) use payloads::{Payloads, PayloadsRef, SharedPayloads};
 pub use runtime::*;
 pub use tool_call::*;
 pub use tool_loop::*;

@@ -1,19 +1,18 @@
 //! The payload bytes of a run's transfers, written once: an append-only
 //! chain of chunks that the run writes at its end and that a turn's context
-//! reads (its agent's earlier turns) without a copy and without borrowing
-//! the run.
+//! reads (its agent's earlier turns) without a copy.
 //!
-//! The run holds the newest chunk; a context that may read earlier turns
-//! holds it too, for the length of its turn. The run writes into the newest
-//! chunk while nobody else holds it (the usual case: a context is dropped
-//! when its turn ends, before the turn's transfer is recorded), and opens a
-//! new chunk after it when a context still does (a fan-out's branches), so
-//! bytes once written never move and never change.
+//! The run owns the newest chunk and writes into it with no check of who
+//! else reads it: a turn's context borrows the run's bytes for its turn,
+//! and a context that outlives a borrow (a fan-out branch's, kept while the
+//! run records the branch's siblings) takes a share, which freezes the
+//! bytes written so far in a shared chunk and starts a new one after it, so
+//! bytes once shared never move and never change.
 
 use std::sync::Arc;
 
-/// The bytes a new chunk reserves when a context still holds the newest
-/// one (a run's first chunk reserves what [`Payloads::with_capacity`] asks).
+/// The bytes a new chunk reserves after a share (a run's first chunk
+/// reserves what [`Payloads::with_capacity`] asks).
 const CHUNK: usize = 1024;
 
 /// The least a chunk grows by (see [`Payloads::tail`]): fewer, larger
@@ -34,15 +33,45 @@ pub(crate) fn push_grown<T>(v: &mut Vec<T>, item: T) {
 
 /// The payload bytes of a run's transfers, addressed by their offset from
 /// the first byte the run wrote (as the transcript's entries record them).
-/// Cloning shares the bytes; the clone and the original each write on into
-/// a chunk of their own.
+/// The run owns the chunk it writes into; [`share`](Self::share) hands the
+/// bytes written so far to a holder that outlives a borrow (a fan-out
+/// branch's context), which freezes them in a shared chunk and starts a
+/// new one after it. Cloning copies the chunk being written and shares the
+/// frozen ones.
 #[derive(Clone)]
 pub(crate) struct Payloads {
-    head: Arc<Chunk>,
+    head: Chunk,
+}
+
+/// The bytes a run wrote up to a [`Payloads::share`]: frozen, shared, read
+/// by a holder while the run writes on.
+#[derive(Clone)]
+pub(crate) struct SharedPayloads {
+    head: Option<Arc<Chunk>>,
+}
+
+/// Payload bytes to read: the run's own, borrowed, or a share of them.
+#[derive(Clone, Copy)]
+pub(crate) enum PayloadsRef<'a> {
+    /// The run's, borrowed for a turn.
+    Run(&'a Payloads),
+    /// A share, held by a fan-out branch's context.
+    Shared(&'a SharedPayloads),
+}
+
+impl PayloadsRef<'_> {
+    /// The bytes from offset `start` to `end`, if written (and, for a
+    /// share, written before it was taken).
+    pub(crate) fn get(&self, start: u32, end: u32) -> Option<&[u8]> {
+        match self {
+            PayloadsRef::Run(p) => p.get(start, end),
+            PayloadsRef::Shared(p) => p.get(start, end),
+        }
+    }
 }
 
 /// One chunk: the bytes from offset `base` on, and the chunk before it.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Chunk {
     base: u32,
     bytes: Vec<u8>,
@@ -56,6 +85,18 @@ impl Chunk {
     /// The offset after this chunk's last byte.
     fn end(&self) -> usize {
         self.base as usize + self.bytes.len()
+    }
+
+    /// The bytes from offset `start` to `end`, in this chunk or one before.
+    fn get(&self, start: u32, end: u32) -> Option<&[u8]> {
+        let mut chunk = self;
+        // Nearly always this chunk, or the one before.
+        while start < chunk.base {
+            chunk = chunk.prev.as_deref()?;
+        }
+        chunk
+            .bytes
+            .get((start - chunk.base) as usize..end.checked_sub(chunk.base)? as usize)
     }
 }
 
@@ -73,16 +114,24 @@ impl Drop for Chunk {
     }
 }
 
+impl SharedPayloads {
+    /// The bytes from offset `start` to `end`, if written before the share
+    /// was taken.
+    pub(crate) fn get(&self, start: u32, end: u32) -> Option<&[u8]> {
+        self.head.as_deref()?.get(start, end)
+    }
+}
+
 impl Payloads {
     /// No bytes yet, `capacity` reserved.
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Payloads {
-            head: Arc::new(Chunk {
+            head: Chunk {
                 base: 0,
                 bytes: Vec::with_capacity(capacity),
                 mark: 0,
                 prev: None,
-            }),
+            },
         }
     }
 
@@ -93,39 +142,41 @@ impl Payloads {
 
     /// The bytes from offset `start` to `end`, if written.
     pub(crate) fn get(&self, start: u32, end: u32) -> Option<&[u8]> {
-        let mut chunk = &*self.head;
-        // Nearly always the newest chunk, or the one before.
-        while start < chunk.base {
-            chunk = chunk.prev.as_deref()?;
+        self.head.get(start, end)
+    }
+
+    /// The bytes written so far, for a holder that reads them while the run
+    /// writes on: the chunk being written is frozen into a shared one (its
+    /// bytes moved, not copied) and the run writes on into a new chunk
+    /// after it; when nothing was written since the last share, that one
+    /// is shared again.
+    pub(crate) fn share(&mut self) -> SharedPayloads {
+        if !self.head.bytes.is_empty() || self.head.prev.is_none() {
+            let frozen = Chunk {
+                base: self.head.base,
+                bytes: std::mem::take(&mut self.head.bytes),
+                mark: self.head.mark,
+                prev: self.head.prev.take(),
+            };
+            self.head = Chunk {
+                base: frozen.end() as u32,
+                bytes: Vec::with_capacity(CHUNK),
+                mark: 0,
+                prev: Some(Arc::new(frozen)),
+            };
         }
-        chunk
-            .bytes
-            .get((start - chunk.base) as usize..end.checked_sub(chunk.base)? as usize)
+        SharedPayloads {
+            head: self.head.prev.clone(),
+        }
     }
 
     /// The buffer the next bytes are appended to (its own length is not the
-    /// offset: see [`len`](Self::len)). Bytes already in it may be read by
-    /// others only when it was just opened empty, so appending and
+    /// offset: see [`len`](Self::len)). The run owns it alone (what others
+    /// read was frozen by [`share`](Self::share)), so appending and
     /// truncating back to [`len`](Self::len) taken before are both safe.
+    #[inline]
     pub(crate) fn tail(&mut self) -> &mut Vec<u8> {
-        // Held by a context (or a clone): the bytes it may read stay where
-        // they are, and the run writes on after them. The counts are read
-        // without a locked instruction (`Arc::get_mut` takes one, and
-        // `make_mut` below another); they are exact here, because nobody
-        // else can clone the chunk while the run holds it alone, and were
-        // they not, `make_mut` would copy the chunk rather than share it.
-        if Arc::strong_count(&self.head) != 1 || Arc::weak_count(&self.head) != 0 {
-            let base = self.head.end() as u32;
-            let prev = self.head.clone();
-            self.head = Arc::new(Chunk {
-                base,
-                bytes: Vec::with_capacity(CHUNK),
-                mark: 0,
-                prev: Some(prev),
-            });
-        }
-        // Unique now: `make_mut` never copies here.
-        let chunk = Arc::make_mut(&mut self.head);
+        let chunk = &mut self.head;
         let bytes = &mut chunk.bytes;
         // The next payload is expected to take what the last one took: when
         // that no longer fits, the buffer grows by half its length first
@@ -149,19 +200,15 @@ impl Payloads {
     /// being written (the bytes just appended, taken back on an error).
     pub(crate) fn truncate(&mut self, len: usize) {
         let base = self.head.base as usize;
-        if len >= base
-            && let Some(chunk) = Arc::get_mut(&mut self.head)
-        {
-            chunk.bytes.truncate(len - base);
+        if len >= base {
+            self.head.bytes.truncate(len - base);
         }
     }
 
     /// Gives back the chunk's unused reservation (for a transcript kept
     /// after its run stopped).
     pub(crate) fn shrink_to_fit(&mut self) {
-        if let Some(chunk) = Arc::get_mut(&mut self.head) {
-            chunk.bytes.shrink_to_fit();
-        }
+        self.head.bytes.shrink_to_fit();
     }
 }
 
@@ -181,27 +228,39 @@ mod tests {
     fn bytes_read_by_a_holder_stay_put_while_the_run_writes_on() {
         let mut p = Payloads::with_capacity(4);
         p.extend_from_slice(b"abc");
-        let held = p.clone();
+        let held = p.share();
         p.extend_from_slice(b"defgh");
         assert_eq!(p.len(), 8);
-        assert_eq!(held.len(), 3);
         assert_eq!(held.get(0, 3), Some(&b"abc"[..]));
         assert_eq!(p.get(0, 3), Some(&b"abc"[..]));
         assert_eq!(p.get(3, 8), Some(&b"defgh"[..]));
         assert_eq!(held.get(3, 8), None);
+        // Nothing written since: the same frozen chunk shared again.
+        let mut q = Payloads::with_capacity(4);
+        q.extend_from_slice(b"abc");
+        let (first, second) = (q.share(), q.share());
+        assert!(Arc::ptr_eq(
+            first.head.as_ref().unwrap(),
+            second.head.as_ref().unwrap()
+        ));
+        assert_eq!(q.head.base, 3);
         drop(held);
-        // Unique again: written in place, no new chunk.
+        // The run writes on in its own chunk, after the frozen one.
         p.extend_from_slice(b"ij");
         assert_eq!(p.get(3, 10), Some(&b"defghij"[..]));
         assert!(p.head.prev.is_some());
         assert_eq!(p.head.base, 3);
+        // A share of nothing yet reads nothing.
+        let mut empty = Payloads::with_capacity(0);
+        assert_eq!(empty.share().get(0, 0), Some(&b""[..]));
+        assert_eq!(empty.share().get(0, 1), None);
     }
 
     #[test]
     fn a_truncate_takes_back_only_the_bytes_just_written() {
         let mut p = Payloads::with_capacity(0);
         p.extend_from_slice(b"abc");
-        let held = p.clone();
+        let held = p.share();
         let start = p.len();
         p.extend_from_slice(b"xyz");
         p.truncate(start);
@@ -254,7 +313,7 @@ mod tests {
         let mut p = Payloads::with_capacity(0);
         for _ in 0..200_000 {
             // Held while the run writes: a new chunk each time.
-            let keep = p.clone();
+            let keep = p.share();
             p.extend_from_slice(b"x");
             drop(keep);
         }

@@ -90,7 +90,7 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) sent_by: Box<[u32]>,
     /// Transfers recorded that an agent turn made (linked to it: see
     /// `Transcript::link`).
-    pub(super) logged_turns: u32,
+    pub(super) linked_turns: u32,
     /// The payload of the last handoff returned to its sender, by edge: the
     /// same bytes sent again are rejected.
     pub(super) returned_payload: Option<(u16, Vec<u8>)>,
@@ -223,7 +223,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             turn_input: 0,
             returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
             sent_by: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
-            logged_turns: 0,
+            linked_turns: 0,
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn: TurnView::default(),
@@ -392,7 +392,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             run.prev_hash = Arc::from(r.hash.as_str());
             run.at_offset_us = r.at_us;
         }
-        run.logged_turns = run.transcript.link_turns();
+        run.linked_turns = run.transcript.link_turns();
         // The time the run had run before is known now: the shared state
         // takes the deadline it leaves (nothing else holds it yet, but a new
         // one is made rather than assumed).
@@ -455,11 +455,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// hop, under `scope`, knows of its turn and the run, owned so that it
     /// may be kept while the runtime changes (a fan-out branch's).
     pub(super) fn owned_turn<A: Agent<W>>(
-        &self,
+        &mut self,
         scope: Option<(&'static str, Expiry)>,
     ) -> OwnedTurn<'x> {
         let turn = self.view_of::<A>(scope);
-        let payloads = (turn.earlier_upto > 0).then(|| self.transcript.bytes.clone());
+        let payloads = (turn.earlier_upto > 0).then(|| self.transcript.bytes.share());
         // The branch reads the run's transfers from the shared copy, brought
         // up to date with everything recorded before its turn.
         self.shared.transfers().catch_up(&self.transcript);
@@ -1331,6 +1331,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // repeats.
         let i = t.entries.len() - 1;
         t.link(i, None);
+        self.keep_branches_current();
         Ok(i)
     }
 

@@ -8,8 +8,8 @@
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use workflow_core::RenewalRefused;
 use workflow_core::prelude::*;
+use workflow_core::{LeaseId, RenewalRefused};
 
 /// What `security`'s branch turns saw, one line a turn. One test runs this
 /// workflow.
@@ -181,6 +181,129 @@ async fn a_branch_reads_its_earlier_turns_and_its_leases_grantors_from_the_share
             "lease #1: earlier []; revoke: the lease granted at record 1 was granted by `lead`, not by this agent; renew: not asked",
             "lease #5: earlier [(1, 3, \"fixer\")]; revoke: the lease granted at record 5 was granted by `fixer`, not by this agent; renew: refused: the grantor's AtHop(7)",
             "lease #7: earlier [(1, 3, \"fixer\"), (5, 6, \"fixer\")]; revoke: the lease granted at record 7 was granted by `fixer`, not by this agent; renew: refused: the grantor's AtHop(7)",
+        ]
+    );
+}
+
+/// What `a`'s branch turn answered when it named its sibling's lease. One
+/// test runs this workflow.
+static SIBLING: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// What a branch hands the judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Done {
+    pub n: u32,
+}
+
+/// A fan-out whose second branch is refused at its receipt (its scope
+/// expired long ago) while the first runs and names the second's lease.
+#[workflow(entry = lead, output = Vec<String>)]
+pub mod refused {
+    use super::*;
+
+    #[handoff]
+    pub struct AAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Security>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[handoff]
+    pub struct BAsk {
+        #[operation]
+        pub op: Operation,
+        #[authority]
+        pub scope: Scope<authority::Style>,
+        #[evidence]
+        pub evidence: Vec<Evidence>,
+        #[uncertainty]
+        pub open: Vec<Uncertainty>,
+        #[stop]
+        pub stop: StopWhen,
+    }
+
+    #[agent(owns = [Lead], to = [parallel(a, b)])]
+    async fn lead(_nothing: (), cx: lead::Context<'_>) -> Result<lead::Next, Reject> {
+        Ok(lead::Next::Parallel(lead::Parallel {
+            a: AAsk {
+                op: Operation::new("review", "security"),
+                scope: cx.lease(authority::Security).until_hop(cx.hop() + 2),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 3),
+            },
+            b: BAsk {
+                op: Operation::new("review", "style"),
+                // Already expired: refused at its receipt.
+                scope: cx.lease(authority::Style).until_unix_ms(1),
+                evidence: vec![],
+                open: vec![],
+                stop: StopWhen::at_hop(cx.hop() + 3),
+            },
+        }))
+    }
+
+    #[agent(owns = [Security], to = [judge])]
+    async fn a(_ask: AAsk, cx: a::Context<'_>) -> Result<a::Next, Reject> {
+        let me = cx.lease_id().expect("a lease");
+        let sibling = LeaseId {
+            run_id: me.run_id,
+            seq: me.seq + 1,
+        };
+        let r = cx.revoke(sibling).map_err(|e| e.to_string());
+        SIBLING.lock().unwrap().push(format!(
+            "me #{} sibling #{}: {}",
+            me.seq,
+            sibling.seq,
+            r.err().unwrap_or_else(|| "done".into())
+        ));
+        Ok(a::Next::Judge(Done { n: 0 }))
+    }
+
+    #[agent(owns = [Style], to = [judge])]
+    async fn b(_ask: BAsk, _cx: b::Context<'_>) -> Result<b::Next, Reject> {
+        Ok(b::Next::Judge(Done { n: 0 }))
+    }
+
+    #[agent(owns = [Judge], join = [a: Done, b: Done], to = [END])]
+    async fn judge(views: judge::Joined, _cx: judge::Context<'_>) -> Result<judge::Next, Reject> {
+        let seen = [("a", &views.a), ("b", &views.b)]
+            .into_iter()
+            .map(|(name, view)| match view {
+                Branch::Done(r) => format!("{name}: n={}", r.n),
+                other => format!("{name}: {other}"),
+            })
+            .collect();
+        Ok(judge::Next::End(seen))
+    }
+}
+
+#[tokio::test]
+async fn a_branch_reads_a_siblings_start_recorded_after_its_own_view_was_made() {
+    let done = refused::Workflow::new((), ())
+        .run(())
+        .await
+        .expect("completes");
+    assert_eq!(done.output[0], "a: n=0");
+    assert!(
+        done.output[1].starts_with("b: rejected"),
+        "{:?}",
+        done.output
+    );
+    // Record 2 (lead -> b) was recorded after `a`'s view was made, and `b`
+    // never got a context: the copy the branches read holds it all the
+    // same, as the transcript would.
+    assert_eq!(
+        *SIBLING.lock().unwrap(),
+        [
+            "me #1 sibling #2: the lease granted at record 2 was granted by `lead`, not by this agent"
         ]
     );
 }
