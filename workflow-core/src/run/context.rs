@@ -121,11 +121,7 @@ impl<'x> TurnRef<'x> {
     /// What a context reads is bounded by its view (its earlier turns, its
     /// own lease's chain), except who granted a lease it names.
     pub(crate) fn with_transfers<R>(&self, read: impl FnOnce(crate::run::Transfers<'_>) -> R) -> R {
-        match self {
-            TurnRef::Lent { transcript, .. } => read(transcript.transfers()),
-            TurnRef::Owned(owned) => read(owned.shared.transfers().view()),
-            TurnRef::Borrowed(owned) => read(owned.shared.transfers().view()),
-        }
+        self.shared().with_transfers(self.transcript(), read)
     }
 
     /// The transcript the turn borrows, when it does (`None` for a
@@ -273,6 +269,20 @@ impl RunShared {
     pub(crate) fn transfers(&self) -> std::sync::MutexGuard<'_, crate::run::SharedTransfers> {
         // Every write is one append: a panic elsewhere leaves it consistent.
         self.transfers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `read` on the run's transfers: `transcript` when a turn borrows it,
+    /// else (a fan-out branch's turn) the copy shared with the branches,
+    /// under its lock.
+    pub(crate) fn with_transfers<R>(
+        &self,
+        transcript: Option<&crate::run::Transcript>,
+        read: impl FnOnce(crate::run::Transfers<'_>) -> R,
+    ) -> R {
+        match transcript {
+            Some(transcript) => read(transcript.transfers()),
+            None => read(self.transfers().view()),
+        }
     }
 
     pub(crate) fn mark(&self) {

@@ -55,10 +55,7 @@ fn check_scope(
             format!("the scope over authority `{needs}` has expired"),
         ));
     }
-    let chain_of = |seq| match at.transcript {
-        Some(transcript) => transcript.transfers().lease_chain(seq),
-        None => shared.transfers().view().lease_chain(seq),
-    };
+    let chain_of = |seq| shared.with_transfers(at.transcript, |t| t.lease_chain(seq));
     if let Some(revoked) = shared.void_lease(at.lease_seq, at.turn_seq, chain_of) {
         let message = if revoked == at.lease_seq {
             format!("the lease on authority `{needs}` granted at record {revoked} was revoked")
