@@ -299,13 +299,13 @@ impl SharedTransfers {
     /// are appended in order, and what a context reads of an entry (who
     /// made it, under what lease, its payload's span) never changes once
     /// it is recorded, so the copy's first entries stay exact.
+    ///
+    /// The copy reserves what the transcript has reserved, so it grows when
+    /// the transcript grows (by half), not doubling from nothing a record
+    /// at a time.
     pub(crate) fn catch_up(&mut self, t: &Transcript) {
-        if let Some(new) = t.entries.get(self.entries.len()..) {
-            self.entries.extend_from_slice(new);
-        }
-        if let Some(new) = t.sender_scopes.get(self.scopes.len()..) {
-            self.scopes.extend_from_slice(new);
-        }
+        copy_new(&mut self.entries, &t.entries);
+        copy_new(&mut self.scopes, &t.sender_scopes);
     }
 
     /// What it holds, to read.
@@ -315,6 +315,18 @@ impl SharedTransfers {
             scopes: &self.scopes,
         }
     }
+}
+
+/// Appends to `copy` what `from` holds past its length, reserving what
+/// `from` has reserved.
+fn copy_new<T: Copy>(copy: &mut Vec<T>, from: &Vec<T>) {
+    let Some(new) = from.get(copy.len()..) else {
+        return;
+    };
+    if copy.capacity() < from.len() {
+        copy.reserve_exact(from.capacity() - copy.len());
+    }
+    copy.extend_from_slice(new);
 }
 
 impl<W: Workflow> Runtime<'_, W> {
@@ -500,5 +512,28 @@ mod tests {
         shared.catch_up(&t);
         assert_eq!(shared.view().lease_chain(4), [4, 2, 1, 0]);
         assert_eq!(shared.view().sender_expires(2), x.sender_expires(2));
+    }
+
+    #[test]
+    fn the_copy_grows_with_the_transcript_not_a_record_at_a_time() {
+        let mut t = Transcript::new(1, &GRAPH);
+        let mut shared = SharedTransfers::default();
+        let mut growths = 0;
+        let mut capacity = 0;
+        for i in 0..200 {
+            push(&mut t, 1 + (i % 2), false, Some(Expiry::Never));
+            shared.catch_up(&t);
+            if shared.entries.capacity() != capacity {
+                growths += 1;
+                capacity = shared.entries.capacity();
+            }
+            // What the transcript reserved, no more.
+            assert!(shared.entries.capacity() <= t.entries.capacity());
+            assert!(shared.scopes.capacity() <= t.sender_scopes.capacity());
+        }
+        assert_eq!(shared.entries.len(), 200);
+        assert_eq!(shared.scopes.len(), 200);
+        // As often as the transcript grew (by half), not once a record.
+        assert!(growths <= 12, "{growths} growths");
     }
 }

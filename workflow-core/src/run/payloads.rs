@@ -11,9 +11,12 @@
 
 use std::sync::Arc;
 
-/// The bytes a new chunk reserves after a share (a run's first chunk
-/// reserves what [`Payloads::with_capacity`] asks).
-const CHUNK: usize = 1024;
+/// The least a new chunk reserves after a share (a run's first chunk
+/// reserves what [`Payloads::with_capacity`] asks): room for two payloads
+/// the size of the last one, or this. A fan-out shares once a branch turn,
+/// so each chunk is kept for the run holding about what was written between
+/// two branch turns; a fixed 1 KiB chunk would hold mostly nothing.
+const CHUNK: usize = 128;
 
 /// The least a chunk grows by (see [`Payloads::tail`]): fewer, larger
 /// growths while the run is young (each one a reallocation and a copy).
@@ -152,6 +155,8 @@ impl Payloads {
     /// is shared again.
     pub(crate) fn share(&mut self) -> SharedPayloads {
         if !self.head.bytes.is_empty() || self.head.prev.is_none() {
+            // What the last payload took, expected of the next ones.
+            let expected = self.head.bytes.len().saturating_sub(self.head.mark);
             let frozen = Chunk {
                 base: self.head.base,
                 bytes: std::mem::take(&mut self.head.bytes),
@@ -160,7 +165,7 @@ impl Payloads {
             };
             self.head = Chunk {
                 base: frozen.end() as u32,
-                bytes: Vec::with_capacity(CHUNK),
+                bytes: Vec::with_capacity((2 * expected).max(CHUNK)),
                 mark: 0,
                 prev: Some(Arc::new(frozen)),
             };
@@ -320,5 +325,26 @@ mod tests {
         assert_eq!(p.get(199_999, 200_000), Some(&b"x"[..]));
         assert_eq!(p.get(0, 1), Some(&b"x"[..]));
         drop(p);
+    }
+
+    #[test]
+    fn a_share_a_payload_reserves_about_two_payloads_not_a_kilobyte() {
+        let mut p = Payloads::with_capacity(0);
+        let mut held = Vec::new();
+        for _ in 0..50 {
+            // A branch turn: a share, then one payload of its sibling's.
+            held.push(p.share());
+            p.extend_from_slice(&[1; 300]);
+        }
+        let mut reserved = p.head.bytes.capacity();
+        let mut chunk = p.head.prev.as_deref();
+        while let Some(c) = chunk {
+            reserved += c.bytes.capacity();
+            chunk = c.prev.as_deref();
+        }
+        assert_eq!(p.len(), 15_000);
+        // Each chunk holds one payload and room for about one more.
+        assert!(reserved <= 2 * 15_000 + CHUNK, "{reserved} bytes reserved");
+        drop(held);
     }
 }
