@@ -1457,13 +1457,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // by a call (`end_turn` finds the same).
         let logged = self.shared.leases_used.load(Ordering::Acquire)
             || self.shared.dirty.load(Ordering::Relaxed);
-        let (turn, failure) = if logged {
-            self.end_turn::<A>()
-        } else {
-            (None, None)
-        };
+        // Boxed: what a logged turn ends with is large, and a turn that
+        // logged nothing should not move it about (a copy a transition).
+        let mut ended = logged.then(|| Box::new(self.end_turn::<A>()));
         let next = self.transcript.len() as u32;
-        if let Some((error, then)) = failure {
+        if let Some((error, then)) = ended.as_mut().and_then(|e| e.1.take()) {
+            let turn = ended.and_then(|e| e.0);
             return Err(match then {
                 Then::Escalate => self.escalate_turn::<A>(Escalation::ToolFailed { error }, turn),
                 Then::Abort => self.fail_turn(RunError::ToolFailed { agent, error }, turn),
@@ -1480,16 +1479,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 limit,
                 spent,
             };
-            return Err(self.fail_turn(error, turn));
+            return Err(self.fail_turn(error, ended.and_then(|e| e.0)));
         }
         let next_out = match result {
             Ok(next_out) => next_out,
             Err(reject) if reject.is_escalation() => {
                 let question = reject.reason().to_owned();
-                return Err(self.escalate_turn::<A>(Escalation::Requested { question }, turn));
+                return Err(self.escalate_turn::<A>(
+                    Escalation::Requested { question },
+                    ended.and_then(|e| e.0),
+                ));
             }
             Err(error) => {
-                return Err(self.fail_turn(RunError::AgentFailed { agent, error }, turn));
+                return Err(self.fail_turn(
+                    RunError::AgentFailed { agent, error },
+                    ended.and_then(|e| e.0),
+                ));
             }
         };
         let stopped = if let Some(after_ms) = self.limits.deadline_ms
@@ -1507,9 +1512,9 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             None
         };
         if let Some(error) = stopped {
-            return Err(self.fail_turn(error, turn));
+            return Err(self.fail_turn(error, ended.and_then(|e| e.0)));
         }
-        self.keep_turn(next, turn);
+        self.keep_turn(next, ended.and_then(|e| e.0));
         next_out.route(self)
     }
 
