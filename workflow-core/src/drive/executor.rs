@@ -370,8 +370,9 @@ impl<W: Workflow> Executor<W> {
                 // by content (a suspension built from a transcript has no
                 // trace link, the ledger's records may).
                 let stored = ledger.records(run_id).map_err(|e| refuse(e.to_string()))?;
-                let same = stored.len() == suspension.records.len()
-                    && stored.iter().zip(&suspension.records).all(|(a, b)| {
+                let held = suspension.records();
+                let same = stored.len() == held.len()
+                    && stored.iter().zip(&held).all(|(a, b)| {
                         (a.seq, &a.from, &a.to, &a.payload, &a.receipt)
                             == (b.seq, &b.from, &b.to, &b.payload, &b.receipt)
                     });
@@ -384,7 +385,7 @@ impl<W: Workflow> Executor<W> {
             }
             None => {
                 memory = crate::ledger::MemoryLedger::new();
-                for r in &suspension.records {
+                for r in &suspension.records() {
                     memory.append(r).map_err(|e| refuse(e.to_string()))?;
                 }
                 &memory

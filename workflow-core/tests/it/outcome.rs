@@ -21,7 +21,7 @@ async fn a_suspended_run_is_an_outcome_awaiting_a_decision_not_an_error() {
     ));
     // What the person decides on: the suspension, ending with the transfer.
     assert_eq!(waiting.suspension.run_id(), waiting.transcript.run_id());
-    assert_eq!(waiting.suspension.records.len(), waiting.transcript.len());
+    assert_eq!(waiting.suspension.len(), waiting.transcript.len());
     assert!(waiting.suspension.payload_json().unwrap().contains("bolt"));
     assert_eq!(shelf.seals(), 0);
     // Deciding gives an outcome again: this one completes.
