@@ -6,7 +6,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{LedgerRecord, PayloadFormat};
+use crate::ledger::{LedgerError, LedgerRecord, PayloadFormat};
 use crate::spec::{Endpoint, Escalation, Lineage, Mode, Receipt, SenderScope, TurnRecord};
 
 /// A run waiting for a person's decision: its records up to the escalated
@@ -20,18 +20,22 @@ use crate::spec::{Endpoint, Escalation, Lineage, Mode, Receipt, SenderScope, Tur
 /// [`LedgerRecord`]s it is made of. [`records`](Self::records) gives them
 /// back exactly, and its JSON ([`to_bytes`](Self::to_bytes)) is theirs:
 /// `{"records": [..]}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Suspension {
     /// The run's records, the escalated transfer last.
     records: Vec<HeldRecord>,
 }
 
 /// A run waiting for a person's decision: its records up to the escalated
-/// transfer, hash-chained.
-// What a suspension's JSON is, and its schema: the records as they are.
+/// transfer, hash-chained. Without a durable ledger it travels as bytes
+/// ([`to_bytes`](Self::to_bytes)); with one, `Executor::suspension` reads it
+/// back after a restart.
+// What a suspension's JSON is, and its schema (the doc comment above is
+// its description, word for word what it always was): the records as
+// they are.
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename = "Suspension")]
-struct Stored {
+struct SuspensionJson {
     /// The run's records, the escalated transfer last.
     records: Vec<LedgerRecord>,
 }
@@ -40,8 +44,14 @@ impl Suspension {
     /// The suspension of a run whose last record is escalated; `None` when
     /// it is not.
     pub fn from_records(records: Vec<LedgerRecord>) -> Option<Suspension> {
-        matches!(records.last()?.receipt, Receipt::Escalated { .. })
-            .then(|| Suspension::hold(records))
+        Suspension::ends_escalated(&records).then(|| Suspension::hold(records))
+    }
+
+    /// Whether `records` are a suspended run's: the last one escalated.
+    pub fn ends_escalated(records: &[LedgerRecord]) -> bool {
+        records
+            .last()
+            .is_some_and(|r| matches!(r.receipt, Receipt::Escalated { .. }))
     }
 
     /// `records` held compactly, escalated last or not (checked by
@@ -96,8 +106,10 @@ impl Suspension {
     /// edit).
     pub fn payload_json(&self) -> Result<String, String> {
         let r = self.records.last().ok_or("no records")?;
-        let bytes = r.payload.bytes().map_err(|e| e.to_string())?;
-        crate::encode::to_json(r.payload_format, &bytes).map_err(|e| e.to_string())
+        let corrupt =
+            |e: &dyn std::fmt::Display| LedgerError::Corrupt(format!("payload of #{}: {e}", r.seq));
+        let bytes = r.payload.bytes().map_err(|e| corrupt(&e).to_string())?;
+        crate::encode::to_json(r.payload_format, &bytes).map_err(|e| corrupt(&e).to_string())
     }
 
     /// The suspension as bytes (JSON), to store anywhere.
@@ -112,15 +124,24 @@ impl Suspension {
     /// is verified when a decision is applied.
     pub fn from_bytes(bytes: &[u8]) -> Result<Suspension, String> {
         let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-        let s: Stored = crate::encode::from_json_text(text).map_err(|e| e.to_string())?;
+        let s: SuspensionJson = crate::encode::from_json_text(text).map_err(|e| e.to_string())?;
         Suspension::from_records(s.records)
             .ok_or_else(|| "the records do not end with an escalated transfer".into())
     }
 }
 
+impl std::fmt::Debug for Suspension {
+    /// As its records.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Suspension")
+            .field("records", &self.records())
+            .finish()
+    }
+}
+
 impl Serialize for Suspension {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Stored {
+        SuspensionJson {
             records: self.records(),
         }
         .serialize(serializer)
@@ -131,17 +152,22 @@ impl<'de> Deserialize<'de> for Suspension {
     /// The records as they are, escalated last or not: a decision on
     /// records that are not a suspended run is refused when it is applied.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Stored::deserialize(deserializer).map(|s| Suspension::hold(s.records))
+        SuspensionJson::deserialize(deserializer).map(|s| Suspension::hold(s.records))
     }
 }
 
 impl JsonSchema for Suspension {
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        Stored::schema_name()
+        SuspensionJson::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        // This type's path, as the derive would have given it.
+        std::borrow::Cow::Borrowed(concat!(module_path!(), "::Suspension"))
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Stored::json_schema(generator)
+        SuspensionJson::json_schema(generator)
     }
 }
 
@@ -170,12 +196,12 @@ struct HeldRecord {
     hash: Hash,
     /// On every record an agent sent under a lease.
     sender_scope: Option<SenderScope>,
-    rare: Option<Box<Rare>>,
+    uncommon: Option<Box<UncommonParts>>,
 }
 
 /// The parts of a record most records lack.
 #[derive(Debug, Clone, PartialEq, Default)]
-struct Rare {
+struct UncommonParts {
     turn: Option<TurnRecord>,
     trace_id: String,
     span_id: String,
@@ -244,23 +270,23 @@ impl Hash {
 /// repeats one.
 #[derive(Default)]
 struct Names {
-    seen: Vec<Arc<str>>,
+    seen: std::collections::HashSet<Arc<str>>,
 }
 
 impl Names {
     fn share(&mut self, name: String) -> Arc<str> {
-        if let Some(same) = self.seen.iter().find(|n| ***n == *name) {
+        if let Some(same) = self.seen.get(name.as_str()) {
             return same.clone();
         }
         let name: Arc<str> = name.into();
-        self.seen.push(name.clone());
+        self.seen.insert(name.clone());
         name
     }
 }
 
 impl HeldRecord {
     fn of(r: LedgerRecord, names: &mut Names) -> HeldRecord {
-        let rare = Rare {
+        let uncommon = UncommonParts {
             turn: r.turn,
             trace_id: r.trace_id,
             span_id: r.span_id,
@@ -287,12 +313,12 @@ impl HeldRecord {
             prev_hash: Hash::of(r.prev_hash),
             hash: Hash::of(r.hash),
             sender_scope: r.sender_scope,
-            rare: (rare != Rare::default()).then(|| Box::new(rare)),
+            uncommon: (uncommon != UncommonParts::default()).then(|| Box::new(uncommon)),
         }
     }
 
     fn record(&self) -> LedgerRecord {
-        let rare = self.rare.as_deref().cloned().unwrap_or_default();
+        let uncommon = self.uncommon.as_deref().cloned().unwrap_or_default();
         LedgerRecord {
             workflow: self.workflow.to_string(),
             run_id: self.run_id,
@@ -310,13 +336,13 @@ impl HeldRecord {
                 .unwrap_or(Receipt::Accepted),
             at_us: self.at_us,
             redelivery: self.redelivery,
-            turn: rare.turn,
-            trace_id: rare.trace_id,
-            span_id: rare.span_id,
-            root: rare.root,
+            turn: uncommon.turn,
+            trace_id: uncommon.trace_id,
+            span_id: uncommon.span_id,
+            root: uncommon.root,
             mode: self.mode,
             sender_scope: self.sender_scope.clone(),
-            lineage: rare.lineage,
+            lineage: uncommon.lineage,
             prev_hash: self.prev_hash.text(),
             hash: self.hash.text(),
         }
@@ -335,7 +361,7 @@ mod tests {
             workflow: "deploy".into(),
             run_id: 7,
             seq,
-            hop: seq,
+            hop: seq + 10,
             from: Endpoint::Agent(Cow::Owned("planner".into())),
             to: Endpoint::Agent(Cow::Owned("worker".into())),
             payload_type: "Work".into(),
@@ -389,14 +415,18 @@ mod tests {
         third.payload = "81a1610".into();
         third.payload_format = PayloadFormat::Json;
         third.hash = "AB".repeat(32);
-        let mut last = record(3);
+        let mut failed = record(3);
+        failed.receipt = Receipt::TurnFailed {
+            error: "the worker failed".into(),
+        };
+        let mut last = record(4);
         last.payload = String::new();
         last.receipt = Receipt::Escalated {
             reason: Escalation::Requested {
                 question: "may I?".into(),
             },
         };
-        vec![first, second, third, last]
+        vec![first, second, third, failed, last]
     }
 
     #[test]
@@ -404,7 +434,7 @@ mod tests {
         let records = records();
         let s = Suspension::from_records(records.clone()).expect("escalated last");
         assert_eq!(s.records(), records);
-        assert_eq!(s.len(), 4);
+        assert_eq!(s.len(), 5);
         assert_eq!(s.run_id(), 7);
         assert_eq!(s.transfer().as_ref(), records.last());
         assert!(matches!(
@@ -426,16 +456,21 @@ mod tests {
         assert!(matches!(s.records[1].prev_hash, Hash::Text(_)));
         assert!(matches!(s.records[2].payload, Hex::Text(_)));
         assert!(matches!(s.records[2].hash, Hash::Text(_)));
-        assert!(matches!(s.records[3].payload, Hex::Bytes(_)));
+        assert!(matches!(s.records[4].payload, Hex::Bytes(_)));
         // The names every record repeats, held once.
-        assert!(Arc::ptr_eq(&s.records[0].workflow, &s.records[3].workflow));
+        assert!(Arc::ptr_eq(&s.records[0].workflow, &s.records[4].workflow));
         assert!(Arc::ptr_eq(
             &s.records[1].payload_type,
             &s.records[2].payload_type
         ));
         // Most records (accepted, no turn, no trace link) hold no box.
-        assert!(s.records[2].receipt.is_none() && s.records[2].rare.is_none());
-        assert!(s.records[1].rare.is_some() && s.records[3].receipt.is_some());
+        assert!(s.records[2].receipt.is_none() && s.records[2].uncommon.is_none());
+        assert!(s.records[1].uncommon.is_some() && s.records[3].receipt.is_some());
+        // Shown as its records.
+        assert_eq!(
+            format!("{s:?}"),
+            format!("Suspension {{ records: {records:?} }}")
+        );
         // Under half a record's size inline.
         assert!(std::mem::size_of::<HeldRecord>() * 2 <= std::mem::size_of::<LedgerRecord>());
     }
@@ -457,13 +492,48 @@ mod tests {
         assert!(Suspension::from_records(Vec::new()).is_none());
     }
 
+    mod before {
+        use super::*;
+
+        /// A run waiting for a person's decision: its records up to the escalated
+        /// transfer, hash-chained. Without a durable ledger it travels as bytes
+        /// ([`to_bytes`](Self::to_bytes)); with one, `Executor::suspension` reads it
+        /// back after a restart.
+        #[derive(Serialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct Suspension {
+            /// The run's records, the escalated transfer last.
+            pub records: Vec<LedgerRecord>,
+        }
+    }
+
     #[test]
-    fn the_schema_is_the_records_as_they_are() {
-        let schema = serde_json::to_value(schemars::schema_for!(Suspension)).unwrap();
-        assert_eq!(schema["title"], "Suspension");
-        assert_eq!(schema["required"], serde_json::json!(["records"]));
-        assert_eq!(schema["additionalProperties"], false);
-        assert_eq!(schema["properties"]["records"]["type"], "array");
-        assert!(schema["$defs"]["LedgerRecord"].is_object());
+    fn the_schema_and_the_json_are_what_the_records_field_gave() {
+        assert_eq!(
+            serde_json::to_value(schemars::schema_for!(Suspension)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(before::Suspension)).unwrap()
+        );
+        assert_eq!(
+            Suspension::schema_id(),
+            concat!(module_path!(), "::before::Suspension").replace("::tests::before", "")
+        );
+        let records = records();
+        let s = Suspension::from_records(records.clone()).unwrap();
+        assert_eq!(
+            s.to_bytes(),
+            serde_json::to_vec(&before::Suspension { records }).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_payload_that_is_not_hex_is_named_as_corrupt() {
+        let mut records = records();
+        records.last_mut().unwrap().payload = "zz".into();
+        let s = Suspension::from_records(records).unwrap();
+        let error = s.payload_json().unwrap_err();
+        assert!(
+            error.starts_with("ledger record is corrupt: payload of #4: "),
+            "{error}"
+        );
     }
 }

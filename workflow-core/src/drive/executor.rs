@@ -400,7 +400,7 @@ impl<W: Workflow> Executor<W> {
                     transcript: Transcript::new(run_id, W::GRAPH),
                 },
             })?;
-        if Suspension::from_records(records.clone()).is_none() {
+        if !Suspension::ends_escalated(&records) {
             return Err(refuse(format!(
                 "run {run_id} is not waiting for a decision"
             )));

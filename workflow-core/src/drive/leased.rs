@@ -91,7 +91,7 @@ impl<W: Workflow> Executor<W> {
                 error,
                 transcript: Transcript::new(run_id, W::GRAPH),
             })?;
-        if Suspension::from_records(records.clone()).is_none() {
+        if !Suspension::ends_escalated(&records) {
             return Err(Aborted {
                 error: RunError::Decision(format!("run {run_id} is not waiting for a decision")),
                 transcript: Transcript::new(run_id, W::GRAPH),

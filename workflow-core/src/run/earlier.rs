@@ -527,9 +527,9 @@ mod tests {
                 growths += 1;
                 capacity = shared.entries.capacity();
             }
-            // What the transcript reserved, no more.
-            assert!(shared.entries.capacity() <= t.entries.capacity());
-            assert!(shared.scopes.capacity() <= t.sender_scopes.capacity());
+            // What the transcript reserved, no more and no less.
+            assert_eq!(shared.entries.capacity(), t.entries.capacity());
+            assert_eq!(shared.scopes.capacity(), t.sender_scopes.capacity());
         }
         assert_eq!(shared.entries.len(), 200);
         assert_eq!(shared.scopes.len(), 200);

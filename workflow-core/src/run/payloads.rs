@@ -12,10 +12,12 @@
 use std::sync::Arc;
 
 /// The least a new chunk reserves after a share (a run's first chunk
-/// reserves what [`Payloads::with_capacity`] asks): room for two payloads
-/// the size of the last one, or this. A fan-out shares once a branch turn,
-/// so each chunk is kept for the run holding about what was written between
-/// two branch turns; a fixed 1 KiB chunk would hold mostly nothing.
+/// reserves what [`Payloads::with_capacity`] asks): room for one payload
+/// the size of the last one, or this. A fan-out shares once a branch turn
+/// and about one payload is written between two, and each chunk is kept
+/// for the run: a fixed 1 KiB chunk held mostly nothing for small payloads,
+/// room for two held half nothing for any. More written than reserved grows
+/// the chunk as [`Payloads::tail`] does.
 const CHUNK: usize = 128;
 
 /// The least a chunk grows by (see [`Payloads::tail`]): fewer, larger
@@ -165,7 +167,7 @@ impl Payloads {
             };
             self.head = Chunk {
                 base: frozen.end() as u32,
-                bytes: Vec::with_capacity((2 * expected).max(CHUNK)),
+                bytes: Vec::with_capacity(expected.max(CHUNK)),
                 mark: 0,
                 prev: Some(Arc::new(frozen)),
             };
@@ -327,24 +329,42 @@ mod tests {
         drop(p);
     }
 
-    #[test]
-    fn a_share_a_payload_reserves_about_two_payloads_not_a_kilobyte() {
-        let mut p = Payloads::with_capacity(0);
-        let mut held = Vec::new();
-        for _ in 0..50 {
-            // A branch turn: a share, then one payload of its sibling's.
-            held.push(p.share());
-            p.extend_from_slice(&[1; 300]);
-        }
+    /// Every byte the chain of chunks reserves.
+    fn reserved(p: &Payloads) -> usize {
         let mut reserved = p.head.bytes.capacity();
         let mut chunk = p.head.prev.as_deref();
         while let Some(c) = chunk {
             reserved += c.bytes.capacity();
             chunk = c.prev.as_deref();
         }
-        assert_eq!(p.len(), 15_000);
-        // Each chunk holds one payload and room for about one more.
-        assert!(reserved <= 2 * 15_000 + CHUNK, "{reserved} bytes reserved");
-        drop(held);
+        reserved
+    }
+
+    #[test]
+    fn a_share_a_payload_reserves_about_what_is_written() {
+        for size in [300, 4096, 70_000] {
+            let mut p = Payloads::with_capacity(0);
+            let mut held = Vec::new();
+            for _ in 0..50 {
+                // A branch turn: a share, then one payload of its sibling's.
+                held.push(p.share());
+                p.extend_from_slice(&vec![1; size]);
+            }
+            assert_eq!(p.len(), 50 * size);
+            // Each chunk about full: what was written, and one chunk's least.
+            let reserved = reserved(&p);
+            assert!(reserved <= 50 * size + CHUNK, "{size}: {reserved} reserved");
+            drop(held);
+        }
+        // Two payloads between shares: the chunk grows as `tail` grows it.
+        let mut p = Payloads::with_capacity(0);
+        let mut held = Vec::new();
+        for _ in 0..50 {
+            held.push(p.share());
+            p.extend_from_slice(&[1; 300]);
+            p.extend_from_slice(&[2; 300]);
+        }
+        assert_eq!(p.get(300, 600), Some(&[2; 300][..]));
+        assert!(reserved(&p) <= 2 * 30_000, "{} reserved", reserved(&p));
     }
 }
