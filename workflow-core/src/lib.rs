@@ -192,6 +192,9 @@ pub mod __private {
     // Generated code names the core's items only through this module, by
     // their root names, so that moving files in the core never touches the
     // macro crate.
+    pub use crate::encode::{
+        Direct, GiveUp, ViaDirect, ViaSerde, WriteMsgpack, Writer, open as open_container, open_map,
+    };
     pub use crate::ledger::PayloadFormat;
     pub use crate::run::{BranchBody, BranchTurn, Finished, ForkRun};
     pub use crate::run::{run_branches, run_branches_quorum};
@@ -268,16 +271,20 @@ pub mod __private {
     /// A handoff site of a generated `Route` impl: records the transfer of
     /// `payload` to agent `A` over `edge` (with `A`'s view of its contract;
     /// the receipt is decided when `A` receives it) and makes `A`'s state.
+    ///
+    /// `write` is the payload type's writer (generated code picks its direct
+    /// one where it has one, see [`Direct`]).
     pub fn hand_off<W: crate::Workflow, A: crate::Agent<W>>(
         run: &mut crate::Runtime<'_, W>,
         edge: u16,
         payload: A::Input,
         state: fn(A::Input) -> W::State,
+        write: Writer<A::Input>,
     ) -> Result<crate::Transition<W>, crate::RunError>
     where
         A::Input: serde::Serialize,
     {
-        run.handoff(edge, &payload, A::contract(&payload))?;
+        run.handoff_with(edge, &payload, A::contract(&payload), write)?;
         Ok(crate::Transition::To(state(payload)))
     }
 

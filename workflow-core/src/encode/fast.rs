@@ -28,7 +28,8 @@ const RMP_EXT: &str = "_ExtStruct";
 /// The fast path gave up on the value (see the module docs); nothing in it
 /// says why, because the slow path will.
 #[derive(Debug)]
-pub(super) struct GiveUp;
+#[doc(hidden)]
+pub struct GiveUp;
 
 impl std::fmt::Display for GiveUp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,6 +52,17 @@ pub(super) fn write<P: Serialize + ?Sized>(out: &mut Vec<u8>, payload: &P) -> Re
     payload.serialize(Fast { out, depth: 0 })
 }
 
+/// [`write`] for a value `depth` containers deep (a part of a value the
+/// [`direct`](super::direct) path writes).
+#[inline]
+pub(super) fn write_at<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    payload: &P,
+    depth: u32,
+) -> Result<(), GiveUp> {
+    payload.serialize(Fast { out, depth })
+}
+
 /// Writes one value `depth` JSON levels deep.
 struct Fast<'a> {
     out: &'a mut Vec<u8>,
@@ -68,7 +80,7 @@ struct Compound<'a> {
 
 /// The depth of a container `levels` deep opened at `depth`, or give up.
 #[inline]
-fn open(depth: u32, levels: u32) -> Result<u32, GiveUp> {
+pub(super) fn open(depth: u32, levels: u32) -> Result<u32, GiveUp> {
     let depth = depth + levels;
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(GiveUp);
@@ -76,8 +88,8 @@ fn open(depth: u32, levels: u32) -> Result<u32, GiveUp> {
     Ok(depth)
 }
 
-#[inline]
-fn uint(out: &mut Vec<u8>, v: u64) {
+#[inline(always)]
+pub(super) fn uint(out: &mut Vec<u8>, v: u64) {
     if v < 128 {
         out.push(v as u8);
     } else if v < 256 {
@@ -95,7 +107,7 @@ fn uint(out: &mut Vec<u8>, v: u64) {
 }
 
 #[inline]
-fn sint(out: &mut Vec<u8>, v: i64) {
+pub(super) fn sint(out: &mut Vec<u8>, v: i64) {
     if v >= 0 {
         return uint(out, v as u64);
     }
@@ -118,7 +130,7 @@ fn sint(out: &mut Vec<u8>, v: i64) {
 /// A length as `rmp` writes it: `fix` (the fix marker's base, when
 /// `fix_below` is above the length), then the 8- (if `m8` is nonzero), 16-
 /// or 32-bit form.
-#[inline]
+#[inline(always)]
 fn len_header(
     out: &mut Vec<u8>,
     len: usize,
@@ -142,20 +154,20 @@ fn len_header(
     Ok(())
 }
 
-#[inline]
-fn str(out: &mut Vec<u8>, v: &str) -> Result<(), GiveUp> {
+#[inline(always)]
+pub(super) fn str(out: &mut Vec<u8>, v: &str) -> Result<(), GiveUp> {
     len_header(out, v.len(), 0xa0, 32, 0xd9, 0xda)?;
     out.extend_from_slice(v.as_bytes());
     Ok(())
 }
 
 #[inline]
-fn array(out: &mut Vec<u8>, len: usize) -> Result<(), GiveUp> {
+pub(super) fn array(out: &mut Vec<u8>, len: usize) -> Result<(), GiveUp> {
     len_header(out, len, 0x90, 16, 0, 0xdc)
 }
 
 #[inline]
-fn map(out: &mut Vec<u8>, len: usize) -> Result<(), GiveUp> {
+pub(super) fn map(out: &mut Vec<u8>, len: usize) -> Result<(), GiveUp> {
     len_header(out, len, 0x80, 16, 0, 0xde)
 }
 
@@ -424,7 +436,7 @@ macro_rules! fields {
             impl ser::$trait for Compound<'_> {
                 type Ok = ();
                 type Error = GiveUp;
-                #[inline]
+                #[inline(always)]
                 fn serialize_field<T: Serialize + ?Sized>(
                     &mut self,
                     key: &'static str,

@@ -24,12 +24,16 @@ use serde::Serialize;
 
 use crate::spec::PayloadError;
 
+mod direct;
 mod faithful;
 mod fast;
 mod json;
 mod scan;
 
 use faithful::{Cx, NOT_FAITHFUL, Nested};
+
+pub use direct::{Direct, ViaDirect, ViaSerde, WriteMsgpack, open, open_map};
+pub use fast::GiveUp;
 
 pub(crate) use json::{check_value_depth, from_json_text, parse_json};
 
@@ -47,11 +51,37 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     payload: &P,
 ) -> Result<Format, PayloadError> {
+    encode_with(buf, payload, through_serde)
+}
+
+/// The serde path's writer, for a type without a direct one.
+#[inline]
+pub(crate) fn through_serde<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    payload: &P,
+) -> Result<(), GiveUp> {
+    fast::write(buf, payload)
+}
+
+#[doc(hidden)]
+/// A writer of a payload's MessagePack that may give up: the serde path's
+/// ([`fast`]), or one that writes the type directly ([`direct`]), which
+/// writes the same bytes.
+pub type Writer<P> = fn(&mut Vec<u8>, &P) -> Result<(), GiveUp>;
+
+/// [`encode`], trying `write` first (a type's direct writer, which writes
+/// what the serde path would).
+#[inline]
+pub(crate) fn encode_with<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    payload: &P,
+    write: Writer<P>,
+) -> Result<Format, PayloadError> {
     let start = buf.len();
     // The common shapes, written directly; anything else (and every
     // refusal) goes through `rmp_serde` and `Faithful`, which write the
     // same bytes for what the fast path covers.
-    if fast::write(buf, payload).is_ok() {
+    if write(buf, payload).is_ok() {
         return Ok(Format::Msgpack);
     }
     buf.truncate(start);

@@ -612,3 +612,177 @@ fn the_fast_path_gives_up_on_what_the_slow_path_decides() {
     let raw = serde_json::value::RawValue::from_string("[1]".to_owned()).expect("valid JSON");
     assert_eq!(fast_and_slow(&raw), None);
 }
+
+/// What a direct writer writes for `value` `depth` deep, checked against
+/// what the serde path writes at that depth (both give up, or both write
+/// the same bytes) and, at depth 0, against `rmp_serde` and `Faithful`.
+fn direct_and_serde<T: super::WriteMsgpack + Serialize + ?Sized>(
+    value: &T,
+    depth: u32,
+) -> Option<Vec<u8>> {
+    let mut direct = vec![7];
+    let direct_result = value.write_msgpack(&mut direct, depth);
+    let mut serde = vec![7];
+    let serde_result = super::fast::write_at(&mut serde, value, depth);
+    assert_eq!(
+        direct_result.is_ok(),
+        serde_result.is_ok(),
+        "the direct writer gives up where the serde path does, {depth} deep"
+    );
+    direct_result.ok()?;
+    assert_eq!(
+        direct, serde,
+        "the direct writer writes the serde path's bytes"
+    );
+    if depth == 0 {
+        assert_eq!(
+            fast_and_slow(value).as_ref().map(|slow| &slow[2..]),
+            Some(&direct[1..]),
+            "and rmp_serde's"
+        );
+    }
+    Some(direct)
+}
+
+/// Every direct writer of the library writes exactly what the serde path
+/// writes, at MessagePack's length and integer boundaries, and gives up
+/// exactly where it does past the depth limit.
+#[test]
+fn the_direct_writers_write_the_serde_paths_bytes() {
+    use crate::spec::{
+        Authority, Evidence, Expiry, Operation, Scope, StopCondition, StopWhen, Uncertainty,
+        UnknownAuthority,
+    };
+    use std::borrow::Cow;
+    let lengths = [0usize, 1, 15, 16, 31, 32, 255, 256, 65_535, 65_536];
+    let texts: Vec<String> = lengths
+        .iter()
+        .map(|&n| "é".repeat(n / 2) + &"x".repeat(n % 2))
+        .collect();
+    let uints = [
+        0u64,
+        127,
+        128,
+        255,
+        256,
+        65_535,
+        65_536,
+        u32::MAX as u64,
+        u32::MAX as u64 + 1,
+        u64::MAX,
+    ];
+    let ints = [
+        i64::MIN,
+        -2_147_483_649,
+        -2_147_483_648,
+        -32_769,
+        -32_768,
+        -129,
+        -128,
+        -33,
+        -32,
+        -1,
+        0,
+        127,
+        i64::MAX,
+    ];
+    let mut written = 0;
+    let mut check = |bytes: Option<Vec<u8>>| {
+        assert!(bytes.is_some(), "written at depth 0");
+        written += 1;
+    };
+    for &n in &uints {
+        check(direct_and_serde(&n, 0));
+        check(direct_and_serde(&(n as u32), 0));
+        check(direct_and_serde(&(n as u16), 0));
+        check(direct_and_serde(&(n as u8), 0));
+        check(direct_and_serde(&(n as usize), 0));
+        check(direct_and_serde(&Expiry::AtUnixMs(n), 0));
+        check(direct_and_serde(&Expiry::AtHop(n as u32), 0));
+        check(direct_and_serde(
+            &StopCondition::DeadlineUnixMs { ms: n },
+            0,
+        ));
+        check(direct_and_serde(
+            &StopCondition::TokensSpent { tokens: n },
+            0,
+        ));
+        check(direct_and_serde(
+            &StopCondition::HopReached { hop: n as u32 },
+            0,
+        ));
+    }
+    for &n in &ints {
+        check(direct_and_serde(&n, 0));
+        check(direct_and_serde(&(n as i32), 0));
+        check(direct_and_serde(&(n as i16), 0));
+        check(direct_and_serde(&(n as i8), 0));
+        check(direct_and_serde(&(n as isize), 0));
+    }
+    for text in &texts {
+        check(direct_and_serde(text, 0));
+        check(direct_and_serde(text.as_str(), 0));
+        check(direct_and_serde(&Cow::<str>::Owned(text.clone()), 0));
+        check(direct_and_serde(&Box::new(text.clone()), 0));
+        check(direct_and_serde(&Operation::new(text.clone(), "d"), 0));
+        check(direct_and_serde(&Operation::new("n", text.clone()), 0));
+        check(direct_and_serde(
+            &StopCondition::Described { text: text.clone() },
+            0,
+        ));
+    }
+    check(direct_and_serde(&true, 0));
+    check(direct_and_serde(&false, 0));
+    check(direct_and_serde(&Option::<u8>::None, 0));
+    check(direct_and_serde(&Some(Some(3u8)), 0));
+    check(direct_and_serde(&Expiry::Never, 0));
+    for len in [0usize, 1, 15, 16, 65_535, 65_536] {
+        check(direct_and_serde(&vec![1u8; len], 0));
+        let conditions = (0..len.min(300)).map(|hop| StopCondition::HopReached { hop: hop as u32 });
+        check(direct_and_serde(&StopWhen::any(conditions), 0));
+    }
+    check(direct_and_serde(
+        &StopWhen::at_hop(4).or_tokens(9).or_when("done"),
+        0,
+    ));
+    check(direct_and_serde(
+        &vec![Evidence::complete("src", "claim").resolving("q")],
+        0,
+    ));
+    check(direct_and_serde(&vec![Uncertainty::new("q", "i")], 0));
+    #[derive(Clone, Copy, Default)]
+    struct Named;
+    impl Authority for Named {
+        const NAME: &'static str = "a name thirty-two bytes long ...";
+    }
+    assert_eq!(Named::NAME.len(), 32);
+    for expires in [Expiry::Never, Expiry::AtHop(3), Expiry::AtUnixMs(1 << 40)] {
+        let mut scope = Scope::new(UnknownAuthority);
+        scope.expires = expires;
+        check(direct_and_serde(&scope, 0));
+        let mut scope = Scope::new(Named);
+        scope.expires = expires;
+        check(direct_and_serde(&scope, 0));
+    }
+    assert_eq!(written, 10 * 10 + 13 * 5 + 10 * 7 + 5 + 6 * 2 + 3 + 6);
+    // Past the depth limit: each container gives up where serde does (the
+    // encoder then refuses the payload through the slow path, with the
+    // reason), and a scalar is written at any depth.
+    let mut scope = Scope::new(UnknownAuthority);
+    scope.expires = Expiry::AtHop(1);
+    for depth in MAX_PAYLOAD_DEPTH - 2..=MAX_PAYLOAD_DEPTH + 1 {
+        direct_and_serde(&Operation::new("n", "d"), depth);
+        direct_and_serde(&scope, depth);
+        direct_and_serde(&Expiry::AtHop(1), depth);
+        direct_and_serde(&Expiry::Never, depth);
+        direct_and_serde(&StopWhen::at_hop(1), depth);
+        direct_and_serde(&Vec::<u8>::new(), depth);
+        direct_and_serde(&vec![Evidence::complete("s", "c")], depth);
+        assert!(direct_and_serde(&7u8, depth).is_some());
+    }
+    assert!(direct_and_serde(&scope, MAX_PAYLOAD_DEPTH - 2).is_some());
+    assert!(direct_and_serde(&scope, MAX_PAYLOAD_DEPTH - 1).is_none());
+    assert!(direct_and_serde(&StopWhen::at_hop(1), MAX_PAYLOAD_DEPTH - 1).is_none());
+    assert!(direct_and_serde(&Operation::new("n", "d"), MAX_PAYLOAD_DEPTH - 1).is_some());
+    assert!(direct_and_serde(&Operation::new("n", "d"), MAX_PAYLOAD_DEPTH).is_none());
+}

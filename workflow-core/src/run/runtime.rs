@@ -588,8 +588,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         payload: &P,
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
+        self.handoff_with(edge, payload, contract, crate::encode::through_serde)
+    }
+
+    /// [`handoff`](Self::handoff), the payload written by `write` (its
+    /// type's direct writer, chosen by generated code).
+    #[doc(hidden)]
+    #[inline]
+    pub fn handoff_with<P: Serialize>(
+        &mut self,
+        edge: u16,
+        payload: &P,
+        contract: Option<ContractView<'_>>,
+        write: crate::encode::Writer<P>,
+    ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
-        if let Some(reason) = self.record(edge, info, payload, Status::Pending)? {
+        if let Some(reason) = self.record_with(edge, info, payload, write, Status::Pending)? {
             self.verdict(reason)?;
         }
         if let Some(reason) = self.take_edge(edge, info) {
@@ -755,9 +769,21 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         payload: &P,
         status: Status,
     ) -> Result<Option<RejectReason>, RunError> {
+        self.record_with(edge, info, payload, crate::encode::through_serde, status)
+    }
+
+    /// [`record`](Self::record), the payload written by `write`.
+    pub(super) fn record_with<P: Serialize>(
+        &mut self,
+        edge: u16,
+        info: &'static crate::spec::EdgeInfo,
+        payload: &P,
+        write: crate::encode::Writer<P>,
+        status: Status,
+    ) -> Result<Option<RejectReason>, RunError> {
         let t = &mut self.transcript;
         let start = t.bytes.len();
-        let (format, refused) = match crate::encode::encode(t.bytes.tail(), payload) {
+        let (format, refused) = match crate::encode::encode_with(t.bytes.tail(), payload, write) {
             Ok(format) => (format, None),
             Err(PayloadError::TooDeep { limit }) => {
                 t.bytes.extend_from_slice(b"null");

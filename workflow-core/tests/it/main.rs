@@ -17,6 +17,7 @@ pub mod branch_transfers;
 pub mod checkpoint;
 pub mod citations;
 pub mod contract_parts;
+pub mod direct_writers;
 pub mod empty_ok;
 pub mod enforcement;
 pub mod entry;

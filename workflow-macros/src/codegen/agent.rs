@@ -293,7 +293,10 @@ pub(super) fn agent(
                     let (v, receiver) = (&wf.agents[b].variant, &wf.agents[b].name);
                     quote! {
                         #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<#spec, #receiver::Agent>(
-                            run, #edge, payload, #state::#v,
+                            run, #edge, payload, #state::#v, {
+                                use ::workflow_core::__private::{ViaDirect as _, ViaSerde as _};
+                                |out, payload| (&::workflow_core::__private::Direct(payload)).write_part(out, 0)
+                            },
                         ),
                     }
                 }

@@ -11,7 +11,8 @@ use syn::spanned::Spanned;
 
 use crate::model::handoff::{
     CONTAINER_SERDE_ALLOWED, FIELD_SCHEMARS_ALLOWED, Handoff, PART_SERDE_ALLOWED, PARTS,
-    cfg_attr_hides_options, is_cfg, is_option, serde_has_any, serde_has_other,
+    cfg_attr_hides_options, has_plain_serde_form, is_cfg, is_option, serde_has_any,
+    serde_has_other,
 };
 use crate::model::syntax::strip_own_derives;
 
@@ -149,6 +150,7 @@ pub fn expand(h: &Handoff) -> TokenStream {
         evidence,
     };
     let imp = impl_handoff(h, &ident, &parts, &view);
+    let writer = direct_writer(&item);
     let item = item.into_token_stream();
     quote! {
         #derives
@@ -157,7 +159,81 @@ pub fn expand(h: &Handoff) -> TokenStream {
         #operation
 
         #imp
+
+        #writer
     }
+}
+
+/// MessagePack's header of a map of `len` entries, or of a text of `len`
+/// bytes, as `rmp` writes it.
+fn header(len: usize, map: bool) -> Vec<u8> {
+    let (fix, fix_below) = if map { (0x80u8, 16) } else { (0xa0u8, 32) };
+    if len < fix_below {
+        vec![fix | len as u8]
+    } else if !map && len < 256 {
+        vec![0xd9, len as u8]
+    } else if len < 65_536 {
+        let mut v = vec![if map { 0xde } else { 0xda }];
+        v.extend_from_slice(&(len as u16).to_be_bytes());
+        v
+    } else {
+        let mut v = vec![if map { 0xdf } else { 0xdb }];
+        v.extend_from_slice(&(len as u32).to_be_bytes());
+        v
+    }
+}
+
+/// The direct MessagePack writer of a struct in serde's plain form (see
+/// `has_plain_serde_form`): the map's header with the first field's name as
+/// one constant, then each field's value (directly when its type has a
+/// writer, through serde otherwise) and the next field's name. Byte for
+/// byte what serde's derive writes through the encoder; nothing for any
+/// other struct.
+fn direct_writer(item: &syn::ItemStruct) -> Option<TokenStream> {
+    if !has_plain_serde_form(item) {
+        return None;
+    }
+    let syn::Fields::Named(named) = &item.fields else {
+        return None;
+    };
+    let mut prefix = header(named.named.len(), true);
+    let mut writes = Vec::new();
+    for field in &named.named {
+        let ident = field.ident.as_ref()?;
+        let name = syn::ext::IdentExt::unraw(ident).to_string();
+        prefix.extend(header(name.len(), false));
+        prefix.extend_from_slice(name.as_bytes());
+        let bytes = syn::LitByteStr::new(&prefix, proc_macro2::Span::call_site());
+        writes.push(quote! {
+            out.extend_from_slice(#bytes);
+            (&::workflow_core::__private::Direct(&self.#ident)).write_part(out, depth)?;
+        });
+        prefix.clear();
+    }
+    let open = if prefix.is_empty() {
+        quote!(let depth = ::workflow_core::__private::open_container(depth)?;)
+    } else {
+        // No field: the empty map's header alone.
+        let bytes = syn::LitByteStr::new(&prefix, proc_macro2::Span::call_site());
+        writes.push(quote!(out.extend_from_slice(#bytes);));
+        quote!(::workflow_core::__private::open_container(depth)?;)
+    };
+    let ident = &item.ident;
+    Some(quote! {
+        impl ::workflow_core::__private::WriteMsgpack for #ident {
+            fn write_msgpack(
+                &self,
+                out: &mut ::workflow_core::__private::Vec<u8>,
+                depth: u32,
+            ) -> ::workflow_core::__private::Result<(), ::workflow_core::__private::GiveUp> {
+                #[allow(unused_imports)]
+                use ::workflow_core::__private::{ViaDirect as _, ViaSerde as _};
+                #open
+                #(#writes)*
+                ::workflow_core::__private::Result::Ok(())
+            }
+        }
+    })
 }
 
 /// What the generated `contract()` reads, part by part.
@@ -243,11 +319,14 @@ fn short_form(
     };
     let ident = &item.ident;
     let imp = impl_handoff(h, ident, &parts, &view);
+    let writer = direct_writer(item);
     let item = item.to_token_stream();
     quote! {
         #derives
         #item
 
         #imp
+
+        #writer
     }
 }

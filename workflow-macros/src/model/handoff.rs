@@ -261,6 +261,51 @@ pub fn cfg_attr_hides_options(attr: &syn::Attribute) -> bool {
             .any(|tt| matches!(&tt, proc_macro2::TokenTree::Group(g) if g.stream().into_iter().any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "serde" || i == "schemars"))))
 }
 
+/// The container serde options that leave what serde writes as the
+/// derive's plain form (a map of every field under its own name).
+pub const PLAIN_FORM_CONTAINER_SERDE: [&str; 3] = ["crate", "deny_unknown_fields", "expecting"];
+
+/// Whether `item` (as emitted, its refused options left out) serializes in
+/// the derive's plain form: named fields, no generics, no serde option on
+/// any field, none on the container but [`PLAIN_FORM_CONTAINER_SERDE`], no
+/// `cfg_attr` anywhere (it could add one). Only such a struct gets a direct
+/// MessagePack writer, which must write exactly what serde writes.
+pub fn has_plain_serde_form(item: &syn::ItemStruct) -> bool {
+    let syn::Fields::Named(named) = &item.fields else {
+        return false;
+    };
+    let container_plain = item.attrs.iter().all(|a| {
+        if a.path().is_ident("cfg_attr") {
+            return false;
+        }
+        if !a.path().is_ident("serde") {
+            return true;
+        }
+        let syn::Meta::List(_) = &a.meta else {
+            return false;
+        };
+        a.parse_nested_meta(|meta| {
+            if !PLAIN_FORM_CONTAINER_SERDE
+                .iter()
+                .any(|k| meta.path.is_ident(k))
+            {
+                return Err(meta.error("not plain"));
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        })
+        .is_ok()
+    });
+    let fields_plain = named.named.iter().all(|f| {
+        f.attrs
+            .iter()
+            .all(|a| !a.path().is_ident("serde") && !a.path().is_ident("cfg_attr"))
+    });
+    item.generics.params.is_empty() && container_plain && fields_plain
+}
+
 /// Whether a `#[serde(..)]` attribute holds a key outside `allowed`.
 pub fn serde_has_other(attr: &syn::Attribute, allowed: &[&str]) -> bool {
     let mut found = false;
