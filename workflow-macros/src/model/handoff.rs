@@ -265,21 +265,41 @@ pub fn cfg_attr_hides_options(attr: &syn::Attribute) -> bool {
 /// derive's plain form (a map of every field under its own name).
 pub const PLAIN_FORM_CONTAINER_SERDE: [&str; 3] = ["crate", "deny_unknown_fields", "expecting"];
 
-/// Whether `item` (as emitted, its refused options left out) serializes in
-/// the derive's plain form: named fields, no generics, no serde option on
-/// any field, none on the container but [`PLAIN_FORM_CONTAINER_SERDE`], no
-/// `cfg_attr` anywhere (it could add one). Only such a struct gets a direct
-/// MessagePack writer, which must write exactly what serde writes.
+/// Attributes that cannot change what serde writes for a struct (with the
+/// serde ones checked apart). Any other (`cfg_attr`, an attribute macro
+/// such as `serde_as` expanded after `#[handoff]`) could, so a struct that
+/// carries one gets no direct writer.
+const INERT_ATTRS: [&str; 10] = [
+    "doc",
+    "schemars",
+    "allow",
+    "expect",
+    "warn",
+    "deny",
+    "derive",
+    "must_use",
+    "non_exhaustive",
+    "repr",
+];
+
+/// Whether `attr` is one of [`INERT_ATTRS`].
+fn is_inert(attr: &syn::Attribute) -> bool {
+    INERT_ATTRS.iter().any(|k| attr.path().is_ident(k))
+}
+
+/// Whether `item` (as emitted, its refused options and part markers left
+/// out) serializes in the derive's plain form: named fields, no generics,
+/// no serde option on any field, none on the container but
+/// [`PLAIN_FORM_CONTAINER_SERDE`], and no attribute but [`INERT_ATTRS`]
+/// anywhere. Only such a struct gets a direct MessagePack writer, which
+/// must write exactly what serde writes.
 pub fn has_plain_serde_form(item: &syn::ItemStruct) -> bool {
     let syn::Fields::Named(named) = &item.fields else {
         return false;
     };
     let container_plain = item.attrs.iter().all(|a| {
-        if a.path().is_ident("cfg_attr") {
-            return false;
-        }
         if !a.path().is_ident("serde") {
-            return true;
+            return is_inert(a);
         }
         let syn::Meta::List(_) = &a.meta else {
             return false;
@@ -298,11 +318,7 @@ pub fn has_plain_serde_form(item: &syn::ItemStruct) -> bool {
         })
         .is_ok()
     });
-    let fields_plain = named.named.iter().all(|f| {
-        f.attrs
-            .iter()
-            .all(|a| !a.path().is_ident("serde") && !a.path().is_ident("cfg_attr"))
-    });
+    let fields_plain = named.named.iter().all(|f| f.attrs.iter().all(is_inert));
     item.generics.params.is_empty() && container_plain && fields_plain
 }
 
@@ -357,5 +373,125 @@ pub fn is_option(ty: &Type) -> bool {
         Type::Group(g) => is_option(&g.elem),
         Type::Paren(p) => is_option(&p.elem),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_plain_serde_form;
+
+    fn plain(item: proc_macro2::TokenStream) -> bool {
+        has_plain_serde_form(&syn::parse2(item).expect("a struct"))
+    }
+
+    /// Only a struct whose serde form is the derive's plain one gets a
+    /// direct writer: any option, attribute or shape that could change what
+    /// serde writes leaves it to serde.
+    #[test]
+    fn a_plain_serde_form_is_told_from_every_other() {
+        use quote::quote;
+        assert!(plain(quote!(
+            struct T {
+                a: u8,
+                b: String,
+            }
+        )));
+        assert!(plain(quote!(
+            struct T {}
+        )));
+        assert!(plain(quote! {
+            /// Documented.
+            #[derive(Debug, Clone)]
+            #[serde(deny_unknown_fields, expecting = "a T", crate = "x")]
+            #[schemars(title = "T")]
+            #[allow(dead_code)]
+            struct T {
+                /// Documented.
+                #[schemars(description = "a")]
+                a: u8,
+            }
+        }));
+        for item in [
+            quote!(
+                #[serde(rename_all = "camelCase")]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[serde(rename = "U")]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[serde(deny_unknown_fields, tag = "t")]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[serde = "x"]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[serde(deny_unknown_fields)]
+                #[serde(into = "U")]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[cfg_attr(test, serde(rename_all = "camelCase"))]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                #[serde_as]
+                struct T {
+                    a: u8,
+                }
+            ),
+            quote!(
+                struct T {
+                    #[serde(rename = "b")]
+                    a: u8,
+                }
+            ),
+            quote!(
+                struct T {
+                    #[serde(skip_serializing_if = "is_zero")]
+                    a: u8,
+                }
+            ),
+            quote!(
+                struct T {
+                    #[serde_as(as = "DisplayFromStr")]
+                    a: u8,
+                }
+            ),
+            quote!(
+                struct T {
+                    #[cfg_attr(test, serde(skip))]
+                    a: u8,
+                }
+            ),
+            quote!(
+                struct T<X> {
+                    a: X,
+                }
+            ),
+            quote!(
+                struct T(u8);
+            ),
+            quote!(
+                struct T;
+            ),
+        ] {
+            assert!(!plain(item.clone()), "plain: {item}");
+        }
     }
 }
