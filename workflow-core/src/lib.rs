@@ -193,11 +193,12 @@ pub mod __private {
     // their root names, so that moving files in the core never touches the
     // macro crate.
     pub use crate::encode::{
-        Direct, GiveUp, ViaDirect, ViaSerde, WriteMsgpack, Writer, open as open_container, open_map,
+        Direct, GiveUp, ViaDirect, ViaSerde, WriteMsgpack, open as open_container,
     };
     pub use crate::ledger::PayloadFormat;
     pub use crate::run::{BranchBody, BranchTurn, Finished, ForkRun};
     pub use crate::run::{run_branches, run_branches_quorum};
+    pub use crate::spec::PayloadWriter;
     pub use crate::spec::{Branch, Fork, ForkBranch, ForkInfo, JoinPolicy};
     pub use crate::spec::{BranchVerdict, Verdict, verdict_text};
     pub use crate::spec::{VerdictOfAnything, VerdictOfVerdict, VerdictProbe};
@@ -271,20 +272,16 @@ pub mod __private {
     /// A handoff site of a generated `Route` impl: records the transfer of
     /// `payload` to agent `A` over `edge` (with `A`'s view of its contract;
     /// the receipt is decided when `A` receives it) and makes `A`'s state.
-    ///
-    /// `write` is the payload type's writer (generated code picks its direct
-    /// one where it has one, see [`Direct`]).
     pub fn hand_off<W: crate::Workflow, A: crate::Agent<W>>(
         run: &mut crate::Runtime<'_, W>,
         edge: u16,
         payload: A::Input,
         state: fn(A::Input) -> W::State,
-        write: Writer<A::Input>,
     ) -> Result<crate::Transition<W>, crate::RunError>
     where
         A::Input: serde::Serialize,
     {
-        run.handoff_with(edge, &payload, A::contract(&payload), write)?;
+        run.handoff_as::<A>(edge, &payload)?;
         Ok(crate::Transition::To(state(payload)))
     }
 

@@ -72,17 +72,6 @@ impl<T: Serialize + ?Sized> ViaSerde for &Direct<'_, T> {
     }
 }
 
-/// Opens a map of `len` entries `depth` deep, or gives up past the depth
-/// limit; the depth of its entries. A generated writer then writes its
-/// field names as constants.
-#[doc(hidden)]
-#[inline(always)]
-pub fn open_map(out: &mut Vec<u8>, depth: u32, len: usize) -> Result<u32, GiveUp> {
-    let depth = fast::open(depth, 1)?;
-    fast::map(out, len)?;
-    Ok(depth)
-}
-
 /// The depth of a container opened `depth` deep, or gives up past the
 /// limit; the caller writes its header itself (as one constant with the
 /// first key).

@@ -32,7 +32,7 @@ mod scan;
 
 use faithful::{Cx, NOT_FAITHFUL, Nested};
 
-pub use direct::{Direct, ViaDirect, ViaSerde, WriteMsgpack, open, open_map};
+pub use direct::{Direct, ViaDirect, ViaSerde, WriteMsgpack, open};
 pub use fast::GiveUp;
 
 pub(crate) use json::{check_value_depth, from_json_text, parse_json};
@@ -56,18 +56,14 @@ pub(crate) fn encode<P: Serialize + ?Sized>(
 
 /// The serde path's writer, for a type without a direct one.
 #[inline]
-pub(crate) fn through_serde<P: Serialize + ?Sized>(
-    buf: &mut Vec<u8>,
-    payload: &P,
-) -> Result<(), GiveUp> {
-    fast::write(buf, payload)
+pub(crate) fn through_serde<P: Serialize + ?Sized>(buf: &mut Vec<u8>, payload: &P) -> bool {
+    fast::write(buf, payload).is_ok()
 }
 
-#[doc(hidden)]
 /// A writer of a payload's MessagePack that may give up: the serde path's
-/// ([`fast`]), or one that writes the type directly ([`direct`]), which
-/// writes the same bytes.
-pub type Writer<P> = fn(&mut Vec<u8>, &P) -> Result<(), GiveUp>;
+/// ([`through_serde`]), or one that writes the type directly ([`direct`]),
+/// which writes the same bytes.
+pub(crate) use crate::spec::PayloadWriter as Writer;
 
 /// [`encode`], trying `write` first (a type's direct writer, which writes
 /// what the serde path would).
@@ -81,7 +77,7 @@ pub(crate) fn encode_with<P: Serialize + ?Sized>(
     // The common shapes, written directly; anything else (and every
     // refusal) goes through `rmp_serde` and `Faithful`, which write the
     // same bytes for what the fast path covers.
-    if write(buf, payload).is_ok() {
+    if write(buf, payload) {
         return Ok(Format::Msgpack);
     }
     buf.truncate(start);

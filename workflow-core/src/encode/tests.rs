@@ -774,6 +774,9 @@ fn the_direct_writers_write_the_serde_paths_bytes() {
         direct_and_serde(&Operation::new("n", "d"), depth);
         direct_and_serde(&scope, depth);
         direct_and_serde(&Expiry::AtHop(1), depth);
+        direct_and_serde(&Expiry::AtUnixMs(1), depth);
+        direct_and_serde(&Scope::new(Named).until_unix_ms(1), depth);
+        direct_and_serde(&StopCondition::Described { text: "t".into() }, depth);
         direct_and_serde(&Expiry::Never, depth);
         direct_and_serde(&StopWhen::at_hop(1), depth);
         direct_and_serde(&Vec::<u8>::new(), depth);

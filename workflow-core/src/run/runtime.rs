@@ -588,14 +588,25 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         payload: &P,
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
-        self.handoff_with(edge, payload, contract, crate::encode::through_serde)
+        self.handoff_written(edge, payload, contract, crate::encode::through_serde)
     }
 
-    /// [`handoff`](Self::handoff), the payload written by `write` (its
-    /// type's direct writer, chosen by generated code).
+    /// [`handoff`](Self::handoff) of agent `A`'s input, written by its
+    /// direct writer if it has one ([`Agent::WRITE_INPUT`]), with `A`'s
+    /// view of its contract.
     #[doc(hidden)]
     #[inline]
-    pub fn handoff_with<P: Serialize>(
+    pub fn handoff_as<A: Agent<W>>(&mut self, edge: u16, payload: &A::Input) -> Result<(), RunError>
+    where
+        A::Input: Serialize,
+    {
+        let write = A::WRITE_INPUT.unwrap_or(crate::encode::through_serde);
+        self.handoff_written(edge, payload, A::contract(payload), write)
+    }
+
+    /// [`handoff`](Self::handoff), the payload written by `write`.
+    #[inline]
+    fn handoff_written<P: Serialize>(
         &mut self,
         edge: u16,
         payload: &P,

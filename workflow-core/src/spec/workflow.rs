@@ -150,6 +150,12 @@ pub static POST_WITHOUT_CONTEXT_MISSING: Condition = Condition {
     message: "the agent's impl sets `POST_READS_CONTEXT` to false without a `post_without_context` of its own",
 };
 
+/// A writer of a payload's record bytes (MessagePack) that may give up
+/// (`false`, leaving what it wrote for the caller to cut off): see
+/// [`Agent::WRITE_INPUT`].
+#[doc(hidden)]
+pub type PayloadWriter<P> = fn(&mut Vec<u8>, &P) -> bool;
+
 /// An agent of workflow `W`.
 pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
     /// The agent's index in [`Graph::agents`].
@@ -163,6 +169,14 @@ pub trait Agent<W: Workflow>: Sized + Send + Sync + 'static {
     const MAX_STEPS: Option<u32> = None;
     /// The agent's input.
     type Input: Send;
+    /// The input's direct writer of its record bytes: MessagePack written
+    /// without serde's data model, byte for byte what the serde path
+    /// writes, `false` when it gives up (the input is then encoded through
+    /// serde, which refuses it with the reason). Generated code sets it for
+    /// an input type that has one (a `#[handoff]` struct in serde's plain
+    /// form); `None`, the default, records through serde.
+    #[doc(hidden)]
+    const WRITE_INPUT: Option<PayloadWriter<Self::Input>> = None;
     /// Where the agent may hand off to: an enum whose variants carry exactly
     /// each receiver's input type.
     type Next: Route<W>;

@@ -293,10 +293,7 @@ pub(super) fn agent(
                     let (v, receiver) = (&wf.agents[b].variant, &wf.agents[b].name);
                     quote! {
                         #name::Next::#v(payload) => ::workflow_core::__private::hand_off::<#spec, #receiver::Agent>(
-                            run, #edge, payload, #state::#v, {
-                                use ::workflow_core::__private::{ViaDirect as _, ViaSerde as _};
-                                |out, payload| (&::workflow_core::__private::Direct(payload)).write_part(out, 0)
-                            },
+                            run, #edge, payload, #state::#v,
                         ),
                     }
                 }
@@ -470,6 +467,14 @@ pub(super) fn agent(
             #max_steps
             type Input = #input;
             type Next = #name::Next;
+            const WRITE_INPUT: ::workflow_core::__private::Option<
+                ::workflow_core::__private::PayloadWriter<#input>,
+            > = ::workflow_core::__private::Option::Some({
+                use ::workflow_core::__private::{ViaDirect as _, ViaSerde as _};
+                |__wf_out, __wf_input| {
+                    (&::workflow_core::__private::Direct(__wf_input)).write_part(__wf_out, 0).is_ok()
+                }
+            });
             #contract
             #pinned
             #pre

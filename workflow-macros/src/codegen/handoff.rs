@@ -205,28 +205,27 @@ fn direct_writer(item: &syn::ItemStruct) -> Option<TokenStream> {
         prefix.extend_from_slice(name.as_bytes());
         let bytes = syn::LitByteStr::new(&prefix, proc_macro2::Span::call_site());
         writes.push(quote! {
-            out.extend_from_slice(#bytes);
-            (&::workflow_core::__private::Direct(&self.#ident)).write_part(out, depth)?;
+            __wf_out.extend_from_slice(#bytes);
+            (&::workflow_core::__private::Direct(&self.#ident)).write_part(__wf_out, __wf_depth)?;
         });
         prefix.clear();
     }
     let open = if prefix.is_empty() {
-        quote!(let depth = ::workflow_core::__private::open_container(depth)?;)
+        quote!(let __wf_depth = ::workflow_core::__private::open_container(__wf_depth)?;)
     } else {
         // No field: the empty map's header alone.
         let bytes = syn::LitByteStr::new(&prefix, proc_macro2::Span::call_site());
-        writes.push(quote!(out.extend_from_slice(#bytes);));
-        quote!(::workflow_core::__private::open_container(depth)?;)
+        writes.push(quote!(__wf_out.extend_from_slice(#bytes);));
+        quote!(::workflow_core::__private::open_container(__wf_depth)?;)
     };
     let ident = &item.ident;
     Some(quote! {
         impl ::workflow_core::__private::WriteMsgpack for #ident {
             fn write_msgpack(
                 &self,
-                out: &mut ::workflow_core::__private::Vec<u8>,
-                depth: u32,
+                __wf_out: &mut ::workflow_core::__private::Vec<::core::primitive::u8>,
+                __wf_depth: ::core::primitive::u32,
             ) -> ::workflow_core::__private::Result<(), ::workflow_core::__private::GiveUp> {
-                #[allow(unused_imports)]
                 use ::workflow_core::__private::{ViaDirect as _, ViaSerde as _};
                 #open
                 #(#writes)*
