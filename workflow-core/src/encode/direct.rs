@@ -81,31 +81,20 @@ pub fn open(depth: u32) -> Result<u32, GiveUp> {
     fast::open(depth, 1)
 }
 
-macro_rules! unsigned {
-    ($($t:ty),*) => {$(
+/// Integers, widened to 64 bits as serde's impls widen them.
+macro_rules! integers {
+    ($write:ident as $wide:ty: $($t:ty),*) => {$(
         impl WriteMsgpack for $t {
             #[inline(always)]
             fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-                fast::uint(out, *self as u64);
+                fast::$write(out, *self as $wide);
                 Ok(())
             }
         }
     )*};
 }
-unsigned!(u8, u16, u32, u64, usize);
-
-macro_rules! signed {
-    ($($t:ty),*) => {$(
-        impl WriteMsgpack for $t {
-            #[inline(always)]
-            fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-                fast::sint(out, *self as i64);
-                Ok(())
-            }
-        }
-    )*};
-}
-signed!(i8, i16, i32, i64, isize);
+integers!(uint as u64: u8, u16, u32, u64, usize);
+integers!(sint as i64: i8, i16, i32, i64, isize);
 
 impl WriteMsgpack for bool {
     #[inline(always)]

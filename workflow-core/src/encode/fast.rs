@@ -49,7 +49,7 @@ impl ser::Error for GiveUp {
 /// it wrote for the caller to truncate).
 #[inline]
 pub(super) fn write<P: Serialize + ?Sized>(out: &mut Vec<u8>, payload: &P) -> Result<(), GiveUp> {
-    payload.serialize(Fast { out, depth: 0 })
+    write_at(out, payload, 0)
 }
 
 /// [`write`] for a value `depth` containers deep (a part of a value the

@@ -573,8 +573,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // Every branch is lent the fan-out agent's scope, as if it were the
         // only receiver: the transfer records it as its sender's scope.
         self.turn.scope = fork.scope;
-        let write = A::WRITE_INPUT.unwrap_or(crate::encode::through_serde);
-        let refused = self.record_with(edge, info, &input, write, Status::Pending)?;
+        let refused = self.record_input::<A>(edge, info, &input, Status::Pending)?;
         let start = (self.transcript.len() - 1) as u32;
         self.keep_turn(start, keep);
         // A join's turn that fans out: each start carries its disagreement.
@@ -755,8 +754,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // The sender's scope (set by `finish`) is recorded with the transfer.
         let at = self.transcript.len() as u32;
-        let write = B::WRITE_INPUT.unwrap_or(crate::encode::through_serde);
-        let refused = self.record_with(edge, info, &input, write, Status::Pending)?;
+        let refused = self.record_input::<B>(edge, info, &input, Status::Pending)?;
         self.transcript.lineage.push((
             at,
             Lineage::Step {
@@ -1395,8 +1393,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.turn.scope = fork.scope;
         self.turn_input = fork.at as usize;
         let at = self.transcript.len() as u32;
-        let write = J::WRITE_INPUT.unwrap_or(crate::encode::through_serde);
-        let refused = self.record_with(fork.fork.join, info, joined, write, Status::Pending)?;
+        let refused = self.record_input::<J>(fork.fork.join, info, joined, Status::Pending)?;
         self.transcript.lineage.push((
             at,
             Lineage::Join {

@@ -600,8 +600,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         A::Input: Serialize,
     {
-        let write = A::WRITE_INPUT.unwrap_or(crate::encode::through_serde);
-        self.handoff_written(edge, payload, A::contract(payload), write)
+        self.handoff_written(edge, payload, A::contract(payload), input_writer::<W, A>())
     }
 
     /// [`handoff`](Self::handoff), the payload written by `write`.
@@ -783,8 +782,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         self.record_with(edge, info, payload, crate::encode::through_serde, status)
     }
 
+    /// [`record`](Self::record) of agent `A`'s input, written by its
+    /// direct writer if it has one.
+    pub(super) fn record_input<A: Agent<W>>(
+        &mut self,
+        edge: u16,
+        info: &'static crate::spec::EdgeInfo,
+        input: &A::Input,
+        status: Status,
+    ) -> Result<Option<RejectReason>, RunError>
+    where
+        A::Input: Serialize,
+    {
+        self.record_with(edge, info, input, input_writer::<W, A>(), status)
+    }
+
     /// [`record`](Self::record), the payload written by `write`.
-    pub(super) fn record_with<P: Serialize>(
+    fn record_with<P: Serialize>(
         &mut self,
         edge: u16,
         info: &'static crate::spec::EdgeInfo,
@@ -1764,4 +1778,14 @@ fn returnable(reason: &RejectReason) -> bool {
             | RejectReason::ScopeNotOwned { .. }
             | RejectReason::HumanRejected { .. }
     )
+}
+
+/// Agent `A`'s input writer: its direct one ([`Agent::WRITE_INPUT`]), or
+/// the serde path's.
+#[inline(always)]
+fn input_writer<W: Workflow, A: Agent<W>>() -> crate::encode::Writer<A::Input>
+where
+    A::Input: Serialize,
+{
+    A::WRITE_INPUT.unwrap_or(crate::encode::through_serde)
 }
