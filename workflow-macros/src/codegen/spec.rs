@@ -57,23 +57,36 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 // The turn's context borrows the run's state until its body
                 // returns: nothing counted in or out.
                 let cx = run.turn_context::<#n::Agent>();
-                // The body's future is built where it is awaited (not moved
-                // there), and the timer is boxed: a turn without a limit
-                // neither carries nor moves the timer's state. Inlined, not
+                // The body's future is built where it is awaited and pinned
+                // there: the instrumentation around it holds a `Pin<&mut _>`,
+                // not the future (moving a future of a 160-byte payload into
+                // each wrapper cost a transition two copies of 216 bytes).
+                // The timer is boxed: a turn without a limit neither carries
+                // nor moves the timer's state. Inlined, not
                 // one call to `Runtime::turn`: that call's nested future
                 // costs a transition more moves, and saved no measurable
                 // `cargo check` time (book, performance, "Compile time").
                 let result = match run.turn_limit::<#n::Agent>() {
                     ::workflow_core::__private::Option::None => {
-                        run.instrument_agent::<#n::Agent, _>(#body_future).await
+                        // Bound here, in the arm's own block: a `pin!`
+                        // directly in the tail would live as long as
+                        // `result`, and hold `cx` past the delivery.
+                        let body = ::core::pin::pin!(#body_future);
+                        run.instrument_agent::<#n::Agent, _>(body).await
                     }
                     ::workflow_core::__private::Option::Some(limit) => {
-                        match ::workflow_core::__private::Box::pin(
-                            ::workflow_core::__private::timeout(
-                                limit,
-                                run.instrument_agent::<#n::Agent, _>(#body_future),
-                            ),
-                        ).await {
+                        // The body's future dropped before a timeout is
+                        // recorded (it borrows the run through `cx`).
+                        let finished = {
+                            let body = ::core::pin::pin!(#body_future);
+                            ::workflow_core::__private::Box::pin(
+                                ::workflow_core::__private::timeout(
+                                    limit,
+                                    run.instrument_agent::<#n::Agent, _>(body),
+                                ),
+                            ).await
+                        };
+                        match finished {
                             ::workflow_core::__private::Result::Ok(result) => result,
                             ::workflow_core::__private::Result::Err(_) => {
                                 let failed = ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
