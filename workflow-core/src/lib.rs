@@ -272,6 +272,11 @@ pub mod __private {
     /// A handoff site of a generated `Route` impl: records the transfer of
     /// `payload` to agent `A` over `edge` (with `A`'s view of its contract;
     /// the receipt is decided when `A` receives it) and makes `A`'s state.
+    // Always inlined into the route's arm: called, the payload went into
+    // its argument, into the next state and that state out of the
+    // `Transition`, three copies of it (`memcpy` above 128 bytes); inlined,
+    // the compiler builds the state where the drive loop keeps it.
+    #[inline(always)]
     pub fn hand_off<W: crate::Workflow, A: crate::Agent<W>>(
         run: &mut crate::Runtime<'_, W>,
         edge: u16,
