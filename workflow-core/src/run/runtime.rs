@@ -1700,17 +1700,28 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     pub async fn turn<A: Agent<W>>(&mut self, input: A::Input) -> Result<Transition<W>, RunError> {
         self.receive::<A>(&input)?;
         let cx = self.turn_context::<A>();
+        // As the generated turn does: the body's future pinned where it is
+        // awaited (the instrumentation holds a `Pin<&mut _>`, not the
+        // future), and dropped before a timeout is recorded.
         let result = match self.turn_limit::<A>() {
-            None => self.instrument_agent::<A, _>(A::run(input, cx)).await,
-            Some(limit) => match Box::pin(tokio::time::timeout(
-                limit,
-                self.instrument_agent::<A, _>(A::run(input, cx)),
-            ))
-            .await
-            {
-                Ok(result) => result,
-                Err(_) => return Err(self.timed_out::<A>()),
-            },
+            None => {
+                let body = std::pin::pin!(A::run(input, cx));
+                self.instrument_agent::<A, _>(body).await
+            }
+            Some(limit) => {
+                let finished = {
+                    let body = std::pin::pin!(A::run(input, cx));
+                    Box::pin(tokio::time::timeout(
+                        limit,
+                        self.instrument_agent::<A, _>(body),
+                    ))
+                    .await
+                };
+                match finished {
+                    Ok(result) => result,
+                    Err(_) => return Err(self.timed_out::<A>()),
+                }
+            }
         };
         self.deliver_turn::<A>(result)
     }

@@ -62,10 +62,11 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 // not the future (moving a future of a 160-byte payload into
                 // each wrapper cost a transition two copies of 216 bytes).
                 // The timer is boxed: a turn without a limit neither carries
-                // nor moves the timer's state. Inlined, not
-                // one call to `Runtime::turn`: that call's nested future
-                // costs a transition more moves, and saved no measurable
-                // `cargo check` time (book, performance, "Compile time").
+                // nor moves the timer's state. Inlined, not one call to
+                // `Runtime::turn` (which does the same steps): that call's
+                // nested future costs a transition more moves, and saved no
+                // measurable `cargo check` time (book, performance,
+                // "Compile time").
                 let result = match run.turn_limit::<#n::Agent>() {
                     ::workflow_core::__private::Option::None => {
                         // Bound here, in the arm's own block: a `pin!`
