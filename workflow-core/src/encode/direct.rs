@@ -182,10 +182,8 @@ impl WriteMsgpack for Operation {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         open(depth)?;
-        out.extend_from_slice(b"\x82\xa4name");
-        fast::str(out, &self.name)?;
-        out.extend_from_slice(b"\xa6detail");
-        fast::str(out, &self.detail)
+        keyed_str(out, *b"\x82\xa4name\0", &self.name)?;
+        keyed_str(out, *b"\xa6detail\0", &self.detail)
     }
 }
 
@@ -196,13 +194,11 @@ impl WriteMsgpack for Expiry {
             Expiry::Never => out.extend_from_slice(b"\xa5never"),
             Expiry::AtHop(hop) => {
                 open(depth)?;
-                out.extend_from_slice(b"\x81\xa6at_hop");
-                fast::uint(out, hop.into());
+                keyed_uint(out, *b"\x81\xa6at_hop\0\0\0", hop.into());
             }
             Expiry::AtUnixMs(ms) => {
                 open(depth)?;
-                out.extend_from_slice(b"\x81\xaaat_unix_ms");
-                fast::uint(out, ms);
+                keyed_uint(out, *b"\x81\xaaat_unix_ms\0\0\0", ms);
             }
         }
         Ok(())
@@ -213,10 +209,19 @@ impl<A: Authority> WriteMsgpack for Scope<A> {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         let depth = open(depth)?;
-        out.extend_from_slice(b"\x82\xa9authority");
-        fast::str(out, A::NAME)?;
-        out.extend_from_slice(b"\xa7expires");
-        self.expires.write_msgpack(out, depth)
+        keyed_str(out, *b"\x82\xa9authority\0", A::NAME)?;
+        match self.expires {
+            // A lease's usual expiry, written with its key at once.
+            Expiry::AtHop(hop) => {
+                open(depth)?;
+                keyed_uint(out, *b"\xa7expires\x81\xa6at_hop\0\0\0", hop.into());
+                Ok(())
+            }
+            expires => {
+                out.extend_from_slice(b"\xa7expires");
+                expires.write_msgpack(out, depth)
+            }
+        }
     }
 }
 
@@ -226,20 +231,16 @@ impl WriteMsgpack for StopCondition {
         open(depth)?;
         match self {
             StopCondition::HopReached { hop } => {
-                out.extend_from_slice(b"\x82\xa4kind\xabhop_reached\xa3hop");
-                fast::uint(out, (*hop).into());
+                keyed_uint(out, *b"\x82\xa4kind\xabhop_reached\xa3hop\0\0\0", (*hop).into());
             }
             StopCondition::DeadlineUnixMs { ms } => {
-                out.extend_from_slice(b"\x82\xa4kind\xb0deadline_unix_ms\xa2ms");
-                fast::uint(out, *ms);
+                keyed_uint(out, *b"\x82\xa4kind\xb0deadline_unix_ms\xa2ms\0\0\0", *ms);
             }
             StopCondition::TokensSpent { tokens } => {
-                out.extend_from_slice(b"\x82\xa4kind\xactokens_spent\xa6tokens");
-                fast::uint(out, *tokens);
+                keyed_uint(out, *b"\x82\xa4kind\xactokens_spent\xa6tokens\0\0\0", *tokens);
             }
             StopCondition::Described { text } => {
-                out.extend_from_slice(b"\x82\xa4kind\xa9described\xa4text");
-                fast::str(out, text)?;
+                keyed_str(out, *b"\x82\xa4kind\xa9described\xa4text\0", text)?;
             }
         }
         Ok(())
@@ -250,6 +251,63 @@ impl WriteMsgpack for StopWhen {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         // `#[serde(transparent)]`: the list itself.
-        seq(out, depth, &self.any)
+        match self.any.as_slice() {
+            // A handoff's usual `StopWhen::at_hop(..)`: the list's header
+            // and its one condition's keys at once.
+            [StopCondition::HopReached { hop }] => {
+                let depth = fast::open(depth, 1)?;
+                open(depth)?;
+                keyed_uint(
+                    out,
+                    *b"\x91\x82\xa4kind\xabhop_reached\xa3hop\0\0\0",
+                    (*hop).into(),
+                );
+                Ok(())
+            }
+            any => seq(out, depth, any),
+        }
+    }
+}
+
+/// `key` (constant bytes ending in a placeholder byte) then the text `v`:
+/// for a text under 32 bytes, its one-byte header written in the
+/// placeholder's place, with the key, in one write (one capacity check
+/// less); a longer one after the key, as [`fast::str`] writes it.
+#[inline(always)]
+fn keyed_str<const N: usize>(out: &mut Vec<u8>, mut key: [u8; N], v: &str) -> Result<(), GiveUp> {
+    if v.len() < 32 {
+        key[N - 1] = 0xa0 | v.len() as u8;
+        out.extend_from_slice(&key);
+        if !v.is_empty() {
+            out.extend_from_slice(v.as_bytes());
+        }
+        Ok(())
+    } else {
+        out.extend_from_slice(&key[..N - 1]);
+        fast::str(out, v)
+    }
+}
+
+/// `key` (constant bytes ending in three placeholder bytes) then the
+/// number `v`: up to 65,535 (a hop, nearly always) written in the
+/// placeholders' place, with the key, in one write of a length known where
+/// it is inlined; a larger one after the key, as [`fast::uint`] writes it.
+#[inline(always)]
+fn keyed_uint<const N: usize>(out: &mut Vec<u8>, mut key: [u8; N], v: u64) {
+    let at = N - 3;
+    if v < 128 {
+        key[at] = v as u8;
+        out.extend_from_slice(&key[..at + 1]);
+    } else if v < 256 {
+        key[at] = 0xcc;
+        key[at + 1] = v as u8;
+        out.extend_from_slice(&key[..at + 2]);
+    } else if v < 65_536 {
+        key[at] = 0xcd;
+        key[at + 1..].copy_from_slice(&(v as u16).to_be_bytes());
+        out.extend_from_slice(&key);
+    } else {
+        out.extend_from_slice(&key[..at]);
+        fast::uint(out, v);
     }
 }

@@ -711,6 +711,13 @@ fn the_direct_writers_write_the_serde_paths_bytes() {
             &StopCondition::HopReached { hop: n as u32 },
             0,
         ));
+        // The one-condition list and the lease's hop, each written with
+        // its keys at once.
+        check(direct_and_serde(&StopWhen::at_hop(n as u32), 0));
+        check(direct_and_serde(
+            &Scope::new(UnknownAuthority).until_hop(n as u32),
+            0,
+        ));
     }
     for &n in &ints {
         check(direct_and_serde(&n, 0));
@@ -764,7 +771,7 @@ fn the_direct_writers_write_the_serde_paths_bytes() {
         scope.expires = expires;
         check(direct_and_serde(&scope, 0));
     }
-    assert_eq!(written, 10 * 10 + 13 * 5 + 10 * 7 + 5 + 6 * 2 + 3 + 6);
+    assert_eq!(written, 10 * 12 + 13 * 5 + 10 * 7 + 5 + 6 * 2 + 3 + 6);
     // Past the depth limit: each container gives up where serde does (the
     // encoder then refuses the payload through the slow path, with the
     // reason), and a scalar is written at any depth.

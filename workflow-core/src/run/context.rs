@@ -198,11 +198,13 @@ pub(crate) struct RunShared {
     /// Handoffs made over each edge of the graph (by edge index), counted
     /// for the edges with a loop bound: what an agent reads as the uses it
     /// has left.
-    pub(crate) edge_uses: Box<[std::sync::atomic::AtomicU32]>,
+    /// Inline for a graph of up to eight edges (one allocation a run less).
+    pub(crate) edge_uses: smallvec::SmallVec<[std::sync::atomic::AtomicU32; 8]>,
     /// The run's transfers as a fan-out's branches read them (a copy,
     /// brought up to date when a branch's context is made; empty in a run
-    /// that never fans out), shared with the branches' own states.
-    pub(crate) transfers: Arc<std::sync::Mutex<crate::run::SharedTransfers>>,
+    /// that never fans out), shared with the branches' own states; made
+    /// on first use (a run that never fans out allocates none).
+    pub(crate) transfers: std::sync::OnceLock<SharedCopy>,
     /// The leases revoked in the run, the current turn's renewal and lease
     /// acts (`run/lease_book.rs`).
     pub(crate) leases: std::sync::Mutex<crate::run::LeaseBook>,
@@ -210,6 +212,9 @@ pub(crate) struct RunShared {
     /// costs one atomic load.
     pub(crate) leases_used: std::sync::atomic::AtomicBool,
 }
+
+/// The copy of the run's transfers its fan-out branches read.
+pub(crate) type SharedCopy = Arc<std::sync::Mutex<crate::run::SharedTransfers>>;
 
 /// The log of the current turn.
 #[derive(Default)]
@@ -268,7 +273,21 @@ impl RunShared {
 
     pub(crate) fn transfers(&self) -> std::sync::MutexGuard<'_, crate::run::SharedTransfers> {
         // Every write is one append: a panic elsewhere leaves it consistent.
-        self.transfers.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared_copy().lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The branches' copy of the run's transfers, made on first use.
+    pub(crate) fn shared_copy(&self) -> &SharedCopy {
+        self.transfers.get_or_init(SharedCopy::default)
+    }
+
+    /// Whether a holder besides this state (a fan-out branch's) shares the
+    /// copy of the run's transfers: it is then kept up to date.
+    #[inline]
+    pub(crate) fn copy_is_shared(&self) -> bool {
+        self.transfers
+            .get()
+            .is_some_and(|copy| Arc::strong_count(copy) > 1)
     }
 
     /// `read` on the run's transfers: `transcript` when a turn borrows it,

@@ -364,7 +364,7 @@ impl<W: Workflow> Runtime<'_, W> {
     /// siblings' included. Otherwise (every sequential turn) one load.
     #[inline]
     pub(crate) fn keep_branches_current(&self) {
-        if std::sync::Arc::strong_count(&self.shared.transfers) > 1 {
+        if self.shared.copy_is_shared() {
             self.catch_up_branches();
         }
     }

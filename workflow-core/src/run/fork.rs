@@ -892,7 +892,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             model: self.limits.model.cloned(),
             lease: self.shared.lease.clone(),
             edge_uses,
-            transfers: self.shared.transfers.clone(),
+            transfers: std::sync::OnceLock::from(self.shared.shared_copy().clone()),
             // The leases revoked so far hold in every branch; what a branch
             // does with leases is its own until it is settled.
             leases: std::sync::Mutex::new(self.shared.leases().for_branch()),

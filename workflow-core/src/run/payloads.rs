@@ -83,6 +83,9 @@ struct Chunk {
     /// The length of `bytes` when the last payload began: what that
     /// payload took is what the next one is expected to need.
     mark: usize,
+    /// The most bytes [`Payloads::tail`] asked this chunk to have room
+    /// for: what a run like this one reserves not to grow at all.
+    wanted: usize,
     prev: Option<Arc<Chunk>>,
 }
 
@@ -135,6 +138,7 @@ impl Payloads {
                 base: 0,
                 bytes: Vec::with_capacity(capacity),
                 mark: 0,
+                wanted: 0,
                 prev: None,
             },
         }
@@ -143,6 +147,15 @@ impl Payloads {
     /// The offset the next byte written takes: every byte written so far.
     pub(crate) fn len(&self) -> usize {
         self.head.end()
+    }
+
+    /// The room a run writing what this one wrote needs from its start
+    /// so as never to grow: every byte written, and the room
+    /// [`tail`](Self::tail) asked for after the last of them (it expects
+    /// a payload the size of the one before, which may be larger than the
+    /// last one was: a run's small output after its handoffs).
+    pub(crate) fn wanted(&self) -> usize {
+        self.len().max(self.head.base as usize + self.head.wanted)
     }
 
     /// The bytes from offset `start` to `end`, if written.
@@ -163,12 +176,14 @@ impl Payloads {
                 base: self.head.base,
                 bytes: std::mem::take(&mut self.head.bytes),
                 mark: self.head.mark,
+                wanted: self.head.wanted,
                 prev: self.head.prev.take(),
             };
             self.head = Chunk {
                 base: frozen.end() as u32,
                 bytes: Vec::with_capacity(expected.max(CHUNK)),
                 mark: 0,
+                wanted: 0,
                 prev: Some(Arc::new(frozen)),
             };
         }
@@ -192,6 +207,7 @@ impl Payloads {
         // expected grows it as `Vec` does, doubling.
         let expected = bytes.len().saturating_sub(chunk.mark);
         chunk.mark = bytes.len();
+        chunk.wanted = chunk.wanted.max(bytes.len() + expected);
         if bytes.capacity() - bytes.len() < expected {
             bytes.reserve_exact((bytes.len() / 2).max(expected).max(GROWTH));
         }

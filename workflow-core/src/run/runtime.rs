@@ -64,6 +64,19 @@ pub struct Progress {
     pub elapsed_ms: u64,
 }
 
+/// The agents a run counts its per-agent figures for without allocating.
+pub(super) const INLINE_AGENTS: usize = 8;
+
+/// A count for each agent of the graph, by agent index.
+pub(super) type PerAgent = smallvec::SmallVec<[u32; INLINE_AGENTS]>;
+
+/// The hash before a run's first commit (none), shared by every run
+/// rather than allocated for each.
+fn no_hash() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from("")).clone()
+}
+
 /// The state of one run as the executor keeps it.
 pub struct Runtime<'x, W: Workflow> {
     pub(super) root: &'x W::Root,
@@ -83,11 +96,13 @@ pub struct Runtime<'x, W: Workflow> {
     pub(super) open: Vec<String>,
     /// The entry the current turn works on.
     pub(super) turn_input: usize,
-    /// Handoffs each agent has returned to their senders.
-    pub(super) returns: Box<[u32]>,
+    /// Handoffs each agent has returned to their senders (by agent index;
+    /// held inline for a graph of up to [`INLINE_AGENTS`] agents: one
+    /// allocation a run less each).
+    pub(super) returns: PerAgent,
     /// Transfers each agent has made (a person's edit of one not counted):
     /// an agent with none has no earlier turns to show its context.
-    pub(super) sent_by: Box<[u32]>,
+    pub(super) sent_by: PerAgent,
     /// Transfers recorded that an agent turn made (linked to it: see
     /// `Transcript::link`).
     pub(super) linked_turns: u32,
@@ -221,13 +236,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             spent: Usage::default(),
             open: Vec::new(),
             turn_input: 0,
-            returns: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
-            sent_by: vec![0; W::GRAPH.agents.len()].into_boxed_slice(),
+            returns: smallvec::smallvec![0; W::GRAPH.agents.len()],
+            sent_by: smallvec::smallvec![0; W::GRAPH.agents.len()],
             linked_turns: 0,
             returned_payload: None,
             next_turn: TurnStart::Delivery,
             turn: TurnView::default(),
-            prev_hash: Arc::from(""),
+            prev_hash: no_hash(),
             at_offset_us: 0,
             lease: None,
             root_error: None,
@@ -555,6 +570,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             .iter()
             .map(|u| std::sync::atomic::AtomicU32::new(u.load(Ordering::Relaxed)))
             .collect();
+        // The copy, if a branch made one (none made for nothing).
         let transfers = self.shared.transfers.clone();
         let leases = std::mem::take(&mut *self.shared.leases());
         let leases_used = self.shared.leases_used.load(Ordering::Acquire);

@@ -147,7 +147,7 @@ impl RunSizes {
     pub(crate) fn note(&self, transcript: &Transcript) {
         use std::sync::atomic::Ordering::Relaxed;
         let records = u32::try_from(transcript.entries.len()).unwrap_or(u32::MAX);
-        let bytes = u32::try_from(transcript.bytes.len()).unwrap_or(u32::MAX);
+        let bytes = u32::try_from(transcript.bytes.wanted()).unwrap_or(u32::MAX);
         self.records.store(records.min(Self::MAX_RECORDS), Relaxed);
         self.bytes.store(bytes.min(Self::MAX_BYTES), Relaxed);
     }
@@ -589,6 +589,32 @@ mod tests {
             tail.extend_from_slice(&[0; 140]);
         }
         assert_eq!(next.bytes.len(), 21 * 140);
+    }
+
+    #[test]
+    fn a_run_ending_with_a_small_payload_is_not_grown_again_next_time() {
+        // Twenty handoffs, then a small output: the buffer is asked for
+        // room for another handoff-sized payload before the output.
+        let sizes = RunSizes::default();
+        let write = |t: &mut Transcript| {
+            for each in [140; 20].into_iter().chain([10]) {
+                t.bytes.extend_from_slice(&vec![0; each]);
+                t.entries.push(grown(1, 0).entries[0]);
+            }
+        };
+        let mut first = Transcript::new(1, &GRAPH);
+        write(&mut first);
+        assert_eq!(first.bytes.len(), 20 * 140 + 10);
+        sizes.note(&first);
+        assert_eq!(sizes.last(), Some((21, 21 * 140)));
+        let mut next = Transcript::sized(2, &GRAPH, sizes.last());
+        let reserved = next.bytes.tail().capacity();
+        write(&mut next);
+        assert_eq!(
+            next.bytes.tail().capacity(),
+            reserved,
+            "the next run grew its buffer"
+        );
     }
 
     #[test]

@@ -480,7 +480,9 @@ impl StopWhen {
 
     /// Stop once the run reaches `hop`.
     pub fn at_hop(hop: u32) -> Self {
-        StopWhen::any([StopCondition::HopReached { hop }])
+        StopWhen {
+            any: smallvec::SmallVec::from_buf([StopCondition::HopReached { hop }]),
+        }
     }
 
     /// Adds a budget for the subtask: stop once the run has used `tokens`.
