@@ -231,13 +231,21 @@ impl WriteMsgpack for StopCondition {
         open(depth)?;
         match self {
             StopCondition::HopReached { hop } => {
-                keyed_uint(out, *b"\x82\xa4kind\xabhop_reached\xa3hop\0\0\0", (*hop).into());
+                keyed_uint(
+                    out,
+                    *b"\x82\xa4kind\xabhop_reached\xa3hop\0\0\0",
+                    (*hop).into(),
+                );
             }
             StopCondition::DeadlineUnixMs { ms } => {
                 keyed_uint(out, *b"\x82\xa4kind\xb0deadline_unix_ms\xa2ms\0\0\0", *ms);
             }
             StopCondition::TokensSpent { tokens } => {
-                keyed_uint(out, *b"\x82\xa4kind\xactokens_spent\xa6tokens\0\0\0", *tokens);
+                keyed_uint(
+                    out,
+                    *b"\x82\xa4kind\xactokens_spent\xa6tokens\0\0\0",
+                    *tokens,
+                );
             }
             StopCondition::Described { text } => {
                 keyed_str(out, *b"\x82\xa4kind\xa9described\xa4text\0", text)?;
