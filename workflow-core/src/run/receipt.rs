@@ -99,11 +99,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if let Some(reason) = self.check_lease_within_grantor(c, by_agent) {
             return Some(reason);
         }
-        if let Some(reason) = check_stop_checkable(c) {
-            return Some(reason);
-        }
-        if let Some(reason) = check_stop_conditions(c, &moment) {
-            return Some(reason);
+        // The stop part's two checks (checkable, then no condition met)
+        // in one call through the contract view.
+        match c.stop.receipt_check(&moment, c.unbounded_stop) {
+            Ok(()) => {}
+            Err(None) => return Some(RejectReason::StopUnchecked),
+            Err(Some(condition)) => return Some(RejectReason::StopConditionMet { condition }),
         }
         self.check_evidence_cited(c)
     }
@@ -183,11 +184,24 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// succeed, or it is marked complete on a partial result; or it names
     /// a tool as its source and cites nothing, where its handoff does not
     /// accept uncited evidence (`#[handoff(uncited_evidence)]`).
+    // Inlined: nearly always no evidence, found without a call of its own.
+    #[inline(always)]
     fn check_evidence_cited(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
         let items = contract.evidence.items();
         if items.is_empty() {
             return None;
         }
+        self.check_citations(contract, items)
+    }
+
+    /// [`check_evidence_cited`](Self::check_evidence_cited) of a contract
+    /// with evidence.
+    #[inline(never)]
+    fn check_citations(
+        &self,
+        contract: &ContractView<'_>,
+        items: &[crate::spec::Evidence],
+    ) -> Option<RejectReason> {
         let before = self.transcript.len().checked_sub(1)?;
         items.iter().find_map(|evidence| {
             if evidence.cites.is_empty() {

@@ -574,9 +574,44 @@ pub trait StopConditions {
     /// the receipt ([`RejectReason::StopUnchecked`](crate::RejectReason))
     /// unless its handoff is `#[handoff(unbounded_stop)]`.
     fn checkable(&self) -> bool;
+    /// The receipt's two checks on the stop part at once, in their order:
+    /// `Err(None)` when no condition is machine-checkable (and
+    /// `unbounded`, the handoff's `#[handoff(unbounded_stop)]`, is not
+    /// set), `Err(Some(description))` when a condition is met at `moment`.
+    /// The default asks [`checkable`](Self::checkable), then
+    /// [`met_at`](Self::met_at); an implementation may answer both in one
+    /// pass (one call through the contract view, not two).
+    fn receipt_check(&self, moment: &Moment, unbounded: bool) -> Result<(), Option<String>> {
+        if !unbounded && !self.checkable() {
+            return Err(None);
+        }
+        match self.met_at(moment) {
+            Some(met) => Err(Some(met)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl StopConditions for StopWhen {
+    fn receipt_check(&self, moment: &Moment, unbounded: bool) -> Result<(), Option<String>> {
+        // A handoff's usual `StopWhen::at_hop(..)`: checkable, and met
+        // once the run reaches its hop.
+        if let [StopCondition::HopReached { hop }] = self.any.as_slice() {
+            return if moment.hop >= *hop {
+                Err(Some(format!("hop {hop} reached")))
+            } else {
+                Ok(())
+            };
+        }
+        if !unbounded && !self.checkable() {
+            return Err(None);
+        }
+        match self.met_at(moment) {
+            Some(met) => Err(Some(met)),
+            None => Ok(()),
+        }
+    }
+
     fn met_at(&self, moment: &Moment) -> Option<String> {
         self.met(moment).map(|c| match c {
             StopCondition::HopReached { hop } => format!("hop {hop} reached"),
@@ -729,6 +764,55 @@ impl<A> Owns<UnknownAuthority> for A {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stop part answering with the trait's defaults: what `StopWhen`'s
+    /// own one-pass `receipt_check` must agree with.
+    struct ByDefault<'a>(&'a StopWhen);
+
+    impl StopConditions for ByDefault<'_> {
+        fn met_at(&self, moment: &Moment) -> Option<String> {
+            self.0.met_at(moment)
+        }
+        fn checkable(&self) -> bool {
+            self.0.checkable()
+        }
+    }
+
+    #[test]
+    fn the_receipts_one_pass_stop_check_answers_as_its_two_checks() {
+        let parts = [
+            StopWhen::NONE,
+            StopWhen::at_hop(0),
+            StopWhen::at_hop(3),
+            StopWhen::at_hop(u32::MAX),
+            StopWhen::any([StopCondition::TokensSpent { tokens: 10 }]),
+            StopWhen::NONE.or_when("the user cancels"),
+            StopWhen::NONE.or_when("the user cancels").or_tokens(5),
+            StopWhen::at_hop(3).or_tokens(100),
+            StopWhen::any([StopCondition::DeadlineUnixMs { ms: 0 }]),
+        ];
+        let mut answers = std::collections::BTreeSet::new();
+        for part in &parts {
+            for hop in [0, 2, 3, 4, u32::MAX] {
+                for tokens_spent in [0, 5, 10, 200] {
+                    let moment = Moment { hop, tokens_spent };
+                    for unbounded in [false, true] {
+                        let fast = part.receipt_check(&moment, unbounded);
+                        let slow = ByDefault(part).receipt_check(&moment, unbounded);
+                        assert_eq!(fast, slow, "{part:?} at {moment:?}, unbounded {unbounded}");
+                        answers.insert(format!("{fast:?}"));
+                    }
+                }
+            }
+        }
+        // Each answer comes up: passed, nothing checkable, and a condition
+        // met (the hop's, the tokens', the deadline's).
+        assert!(answers.contains("Ok(())"));
+        assert!(answers.contains("Err(None)"));
+        assert!(answers.contains("Err(Some(\"hop 3 reached\"))"));
+        assert!(answers.contains("Err(Some(\"10 tokens spent\"))"));
+        assert!(answers.contains("Err(Some(\"deadline 0 ms passed\"))"));
+    }
 
     #[test]
     fn one_stop_condition_is_held_inline_and_the_list_reads_as_a_vecs() {
