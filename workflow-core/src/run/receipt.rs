@@ -153,6 +153,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     }
 
     /// The run's deadline has passed.
+    #[inline(always)]
     fn check_deadline(&self) -> Option<RejectReason> {
         let after_ms = self.limits.deadline_ms?;
         if self.elapsed_ms() < after_ms {
@@ -423,6 +424,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
 }
 
 /// The delegated scope has expired (by hop or wall clock) at `moment`.
+#[inline(always)]
 fn check_scope_expired(contract: &ContractView<'_>, moment: &Moment) -> Option<RejectReason> {
     if !contract.expires.expired_at(moment) {
         return None;

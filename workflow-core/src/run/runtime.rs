@@ -604,7 +604,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         payload: &P,
         contract: Option<ContractView<'_>>,
     ) -> Result<(), RunError> {
-        self.handoff_written(edge, payload, contract, crate::encode::through_serde)
+        self.handoff_written(edge, payload, |_| contract, crate::encode::through_serde)
     }
 
     /// [`handoff`](Self::handoff) of agent `A`'s input, written by its
@@ -616,16 +616,19 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     where
         A::Input: Serialize,
     {
-        self.handoff_written(edge, payload, A::contract(payload), input_writer::<W, A>())
+        self.handoff_written(edge, payload, A::contract, input_writer::<W, A>())
     }
 
-    /// [`handoff`](Self::handoff), the payload written by `write`.
+    /// [`handoff`](Self::handoff), the payload written by `write`; its
+    /// contract (`contract` of the payload) looked at only when the sender
+    /// received an open question or a disagreement to carry (nearly never:
+    /// not built for nothing).
     #[inline]
-    fn handoff_written<P: Serialize>(
+    fn handoff_written<'p, P: Serialize>(
         &mut self,
         edge: u16,
-        payload: &P,
-        contract: Option<ContractView<'_>>,
+        payload: &'p P,
+        contract: impl FnOnce(&'p P) -> Option<ContractView<'p>>,
         write: crate::encode::Writer<P>,
     ) -> Result<(), RunError> {
         let info = self.edge(edge, Node::End, false)?;
@@ -637,6 +640,10 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // Nearly always nothing open and no disagreement: tested here
         // rather than by a call each.
+        if self.open.is_empty() && self.dissent.is_none() {
+            return Ok(());
+        }
+        let contract = contract(payload);
         if !self.open.is_empty()
             && let Some(question) = self.dropped_question(contract.as_ref())
         {
@@ -1273,13 +1280,15 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// Starts the log of a turn: what the run spent so far, nothing logged.
     #[inline]
     pub(super) fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
-        self.open = match contract {
+        match contract {
             Some(c) if !c.open.is_empty() => {
-                c.open.questions().into_iter().map(str::to_owned).collect()
+                self.open = c.open.questions().into_iter().map(str::to_owned).collect();
             }
-            // A join's turn receives what its branches left open.
-            _ => std::mem::take(&mut self.joined_open),
-        };
+            // A join's turn receives what its branches left open; nearly
+            // always there is nothing to move, nor anything to drop.
+            _ if self.open.is_empty() && self.joined_open.is_empty() => {}
+            _ => self.open = std::mem::take(&mut self.joined_open),
+        }
         if self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed) || !self.spent.is_zero() {
             let mut log = self.shared.lock();
             *log = crate::run::TurnLog {
