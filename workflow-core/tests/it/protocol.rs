@@ -1,5 +1,6 @@
 //! A hand-written workflow that drives the `Runtime` out of order gets a
-//! `RunError::Protocol`, never a panic.
+//! `RunError::Protocol`, never a panic; and its turns (`Runtime::turn`)
+//! are cut at the agent's timeout as generated ones are.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -28,6 +29,9 @@ enum Mistake {
     /// The agent's input delegates an authority it does not own (generated
     /// workflows cannot: a compile error).
     ForeignScope,
+    /// Not a mistake: the agent's body sleeps past its timeout, which the
+    /// hand-written turn (`Runtime::turn`) enforces as a generated one does.
+    TooSlow,
 }
 
 static NO_STOP: workflow_core::StopWhen = workflow_core::StopWhen::NONE;
@@ -44,7 +48,7 @@ static GRAPH: Graph = Graph {
         input_schema: schema_name,
         owns: &[],
         tools: &[],
-        timeout_ms: None,
+        timeout_ms: Some(100),
         pre: &[],
         post: &[],
         on_reject: workflow_core::OnReject::Abort,
@@ -80,7 +84,9 @@ impl Route<Broken> for Next {
         match self.1 {
             Mistake::UnknownEdge => run.end(7, &self.0, None)?,
             Mistake::EndOverAgentEdge => run.end(0, &self.0, None)?,
-            Mistake::NoTransfer | Mistake::ForeignScope => run.end(1, &self.0, None)?,
+            Mistake::NoTransfer | Mistake::ForeignScope | Mistake::TooSlow => {
+                run.end(1, &self.0, None)?
+            }
         }
         Ok(Transition::End(self.0))
     }
@@ -88,6 +94,7 @@ impl Route<Broken> for Next {
 
 impl Agent<Broken> for Only {
     const INDEX: u16 = 0;
+    const TIMEOUT: Option<std::time::Duration> = Some(std::time::Duration::from_millis(100));
     type Input = (u32, Mistake);
     type Next = Next;
     fn contract(input: &(u32, Mistake)) -> Option<workflow_core::ContractView<'_>> {
@@ -106,6 +113,9 @@ impl Agent<Broken> for Only {
         })
     }
     async fn run(input: (u32, Mistake), _cx: Context<'_, Broken, Self>) -> Result<Next, Reject> {
+        if let Mistake::TooSlow = input.1 {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+        }
         Ok(Next(input.0, input.1))
     }
 }
@@ -203,4 +213,43 @@ async fn a_scope_over_an_authority_the_receiver_does_not_own_is_rejected() {
         authority: "Launch".into(),
     };
     assert_eq!(rejection(&error), ("START", "only", &not_owned));
+}
+
+#[tokio::test]
+async fn a_hand_written_turn_past_its_timeout_is_cut_and_recorded() {
+    let wf = workflow_core::Executor::<Broken>::new((), ());
+    let started = std::time::Instant::now();
+    let aborted = wf
+        .run((1, Mistake::TooSlow))
+        .await
+        .expect_err("the body sleeps past its 100 ms");
+    assert_eq!(
+        aborted.error,
+        RunError::Timeout {
+            agent: "only",
+            after_ms: 100,
+        }
+    );
+    // Cut at the timeout (the body's future dropped), not after its sleep.
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(100)
+            && waited < std::time::Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // The turn's input recorded again, failed, after its accepted receipt.
+    let last = aborted.transcript.len() - 1;
+    assert_eq!(last, 1, "the input's transfer, then the failed turn");
+    assert_eq!(
+        aborted.transcript.receipt(0),
+        Some(workflow_core::Receipt::Accepted)
+    );
+    assert!(
+        matches!(
+            aborted.transcript.receipt(last),
+            Some(workflow_core::Receipt::TurnFailed { error }) if error.contains("timed out after 100 ms")
+        ),
+        "{:?}",
+        aborted.transcript.receipt(last)
+    );
 }
