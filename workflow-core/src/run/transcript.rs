@@ -100,16 +100,13 @@ pub(crate) fn scope_at(
     i: usize,
 ) -> Option<(&'static str, crate::spec::Expiry)> {
     // Looked up from the end: the transfer asked about is nearly always
-    // the last one, tested first without an iterator.
-    let found = match scopes.last() {
-        Some(last) if last.at as usize == i => Some(last),
-        _ => scopes
-            .iter()
-            .rev()
-            .take_while(|s| s.at as usize >= i)
-            .find(|s| s.at as usize == i),
-    };
-    found.and_then(|s| Some((s.authority, super::earlier::unpack_expiry(s.kind, s.value)?)))
+    // the last one.
+    scopes
+        .iter()
+        .rev()
+        .take_while(|s| s.at as usize >= i)
+        .find(|s| s.at as usize == i)
+        .and_then(|s| Some((s.authority, super::earlier::unpack_expiry(s.kind, s.value)?)))
 }
 
 /// How large an executor's last run grew (its records and their payload
