@@ -35,6 +35,21 @@ pub trait WriteMsgpack {
     /// Appends the value, `depth` containers deep, to `out`; or gives up
     /// (leaving what it wrote for the caller to truncate).
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp>;
+
+    /// Appends `key` (constant bytes: a struct's field name, after the
+    /// map's header for its first field) then the value. A value whose
+    /// written form starts with constant bytes, or is short, writes them
+    /// with the key at once (one capacity check less a field).
+    #[inline(always)]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
+        out.extend_from_slice(key);
+        self.write_msgpack(out, depth)
+    }
 }
 
 /// The part of a value a `#[handoff]` struct's generated writer hands on:
@@ -49,12 +64,31 @@ pub struct Direct<'a, T: ?Sized>(pub &'a T);
 pub trait ViaDirect {
     /// Appends the value, `depth` containers deep.
     fn write_part(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp>;
+
+    /// Appends `key` (constant bytes) then the value, `depth` containers
+    /// deep ([`WriteMsgpack::write_keyed`]).
+    fn write_keyed_part<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp>;
 }
 
 impl<T: WriteMsgpack + ?Sized> ViaDirect for Direct<'_, T> {
     #[inline(always)]
     fn write_part(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         self.0.write_msgpack(out, depth)
+    }
+
+    #[inline(always)]
+    fn write_keyed_part<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
+        self.0.write_keyed(key, out, depth)
     }
 }
 
@@ -63,11 +97,31 @@ impl<T: WriteMsgpack + ?Sized> ViaDirect for Direct<'_, T> {
 pub trait ViaSerde {
     /// Appends the value, `depth` containers deep.
     fn write_part(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp>;
+
+    /// Appends `key` (constant bytes) then the value, `depth` containers
+    /// deep.
+    fn write_keyed_part<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp>;
 }
 
 impl<T: Serialize + ?Sized> ViaSerde for &Direct<'_, T> {
     #[inline]
     fn write_part(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        fast::write_at(out, self.0, depth)
+    }
+
+    #[inline]
+    fn write_keyed_part<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
+        out.extend_from_slice(key);
         fast::write_at(out, self.0, depth)
     }
 }
@@ -81,13 +135,34 @@ pub fn open(depth: u32) -> Result<u32, GiveUp> {
     fast::open(depth, 1)
 }
 
-/// Integers, widened to 64 bits as serde's impls widen them.
+/// Integers, widened to 64 bits as serde's impls widen them; an unsigned
+/// one up to 65,535 written with its key at once.
 macro_rules! integers {
-    ($write:ident as $wide:ty: $($t:ty),*) => {$(
+    (uint as $wide:ty: $($t:ty),*) => {$(
         impl WriteMsgpack for $t {
             #[inline(always)]
             fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-                fast::$write(out, *self as $wide);
+                fast::uint(out, *self as $wide);
+                Ok(())
+            }
+
+            #[inline(always)]
+            fn write_keyed<const N: usize>(
+                &self,
+                key: &[u8; N],
+                out: &mut Vec<u8>,
+                _depth: u32,
+            ) -> Result<(), GiveUp> {
+                keyed_uint(out, key, &[], *self as $wide);
+                Ok(())
+            }
+        }
+    )*};
+    (sint as $wide:ty: $($t:ty),*) => {$(
+        impl WriteMsgpack for $t {
+            #[inline(always)]
+            fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
+                fast::sint(out, *self as $wide);
                 Ok(())
             }
         }
@@ -99,48 +174,80 @@ integers!(sint as i64: i8, i16, i32, i64, isize);
 impl WriteMsgpack for bool {
     #[inline(always)]
     fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-        out.push(if *self { 0xc3 } else { 0xc2 });
+        self.write_keyed(&[], out, _depth)
+    }
+
+    #[inline(always)]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        _depth: u32,
+    ) -> Result<(), GiveUp> {
+        keyed_bytes(out, key, &[if *self { 0xc3 } else { 0xc2 }]);
         Ok(())
     }
 }
 
-impl WriteMsgpack for str {
-    #[inline(always)]
-    fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-        fast::str(out, self)
-    }
-}
+/// Text: its header written with the key at once when under 32 bytes.
+macro_rules! text {
+    ($($t:ty),*) => {$(
+        impl WriteMsgpack for $t {
+            #[inline(always)]
+            fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
+                fast::str(out, self)
+            }
 
-impl WriteMsgpack for String {
-    #[inline(always)]
-    fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-        fast::str(out, self)
-    }
+            #[inline(always)]
+            fn write_keyed<const N: usize>(
+                &self,
+                key: &[u8; N],
+                out: &mut Vec<u8>,
+                _depth: u32,
+            ) -> Result<(), GiveUp> {
+                keyed_str(out, key, &[], self)
+            }
+        }
+    )*};
 }
-
-impl WriteMsgpack for Cow<'_, str> {
-    #[inline(always)]
-    fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-        fast::str(out, self)
-    }
-}
+text!(str, String, Cow<'_, str>);
 
 impl<T: WriteMsgpack + ?Sized> WriteMsgpack for Box<T> {
     #[inline(always)]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         (**self).write_msgpack(out, depth)
     }
+
+    #[inline(always)]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
+        (**self).write_keyed(key, out, depth)
+    }
 }
 
 impl<T: WriteMsgpack> WriteMsgpack for Option<T> {
     #[inline(always)]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline(always)]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         match self {
             None => {
-                out.push(0xc0);
+                keyed_bytes(out, key, b"\xc0");
                 Ok(())
             }
-            Some(v) => v.write_msgpack(out, depth),
+            Some(v) => v.write_keyed(key, out, depth),
         }
     }
 }
@@ -160,6 +267,25 @@ impl<T: WriteMsgpack> WriteMsgpack for Vec<T> {
     #[inline(always)]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
         seq(out, depth, self)
+    }
+
+    /// An empty list (a handoff's usual evidence and open questions): its
+    /// one byte with the key.
+    #[inline(always)]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
+        if self.is_empty() {
+            fast::open(depth, 1)?;
+            keyed_bytes(out, key, b"\x90");
+            Ok(())
+        } else {
+            out.extend_from_slice(key);
+            seq(out, depth, self)
+        }
     }
 }
 
@@ -181,24 +307,44 @@ through_serde!(crate::spec::Evidence, crate::spec::Uncertainty);
 impl WriteMsgpack for Operation {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         open(depth)?;
-        keyed_str(out, *b"\x82\xa4name\0", &self.name)?;
-        keyed_str(out, *b"\xa6detail\0", &self.detail)
+        keyed_str(out, key, b"\x82\xa4name", &self.name)?;
+        keyed_str(out, b"\xa6detail", &[], &self.detail)
     }
 }
 
 impl WriteMsgpack for Expiry {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         match *self {
-            Expiry::Never => out.extend_from_slice(b"\xa5never"),
+            Expiry::Never => keyed_bytes(out, key, b"\xa5never"),
             Expiry::AtHop(hop) => {
                 open(depth)?;
-                keyed_uint(out, *b"\x81\xa6at_hop\0\0\0", hop.into());
+                keyed_uint(out, key, b"\x81\xa6at_hop", hop.into());
             }
             Expiry::AtUnixMs(ms) => {
                 open(depth)?;
-                keyed_uint(out, *b"\x81\xaaat_unix_ms\0\0\0", ms);
+                keyed_uint(out, key, b"\x81\xaaat_unix_ms", ms);
             }
         }
         Ok(())
@@ -208,47 +354,53 @@ impl WriteMsgpack for Expiry {
 impl<A: Authority> WriteMsgpack for Scope<A> {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         let depth = open(depth)?;
-        keyed_str(out, *b"\x82\xa9authority\0", A::NAME)?;
-        match self.expires {
-            // A lease's usual expiry, written with its key at once.
-            Expiry::AtHop(hop) => {
-                open(depth)?;
-                keyed_uint(out, *b"\xa7expires\x81\xa6at_hop\0\0\0", hop.into());
-                Ok(())
-            }
-            expires => {
-                out.extend_from_slice(b"\xa7expires");
-                expires.write_msgpack(out, depth)
-            }
-        }
+        keyed_str(out, key, b"\x82\xa9authority", A::NAME)?;
+        self.expires.write_keyed(b"\xa7expires", out, depth)
     }
 }
 
 impl WriteMsgpack for StopCondition {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         open(depth)?;
         match self {
             StopCondition::HopReached { hop } => {
                 keyed_uint(
                     out,
-                    *b"\x82\xa4kind\xabhop_reached\xa3hop\0\0\0",
+                    key,
+                    b"\x82\xa4kind\xabhop_reached\xa3hop",
                     (*hop).into(),
                 );
             }
             StopCondition::DeadlineUnixMs { ms } => {
-                keyed_uint(out, *b"\x82\xa4kind\xb0deadline_unix_ms\xa2ms\0\0\0", *ms);
+                keyed_uint(out, key, b"\x82\xa4kind\xb0deadline_unix_ms\xa2ms", *ms);
             }
             StopCondition::TokensSpent { tokens } => {
-                keyed_uint(
-                    out,
-                    *b"\x82\xa4kind\xactokens_spent\xa6tokens\0\0\0",
-                    *tokens,
-                );
+                keyed_uint(out, key, b"\x82\xa4kind\xactokens_spent\xa6tokens", *tokens);
             }
             StopCondition::Described { text } => {
-                keyed_str(out, *b"\x82\xa4kind\xa9described\xa4text\0", text)?;
+                keyed_str(out, key, b"\x82\xa4kind\xa9described\xa4text", text)?;
             }
         }
         Ok(())
@@ -258,6 +410,16 @@ impl WriteMsgpack for StopCondition {
 impl WriteMsgpack for StopWhen {
     #[inline]
     fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
+    }
+
+    #[inline]
+    fn write_keyed<const N: usize>(
+        &self,
+        key: &[u8; N],
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Result<(), GiveUp> {
         // `#[serde(transparent)]`: the list itself.
         match self.any.as_slice() {
             // A handoff's usual `StopWhen::at_hop(..)`: the list's header
@@ -267,55 +429,109 @@ impl WriteMsgpack for StopWhen {
                 open(depth)?;
                 keyed_uint(
                     out,
-                    *b"\x91\x82\xa4kind\xabhop_reached\xa3hop\0\0\0",
+                    key,
+                    b"\x91\x82\xa4kind\xabhop_reached\xa3hop",
                     (*hop).into(),
                 );
                 Ok(())
             }
-            any => seq(out, depth, any),
+            any => {
+                out.extend_from_slice(key);
+                seq(out, depth, any)
+            }
         }
     }
 }
 
-/// `key` (constant bytes ending in a placeholder byte) then the text `v`:
-/// for a text under 32 bytes, its one-byte header written in the
-/// placeholder's place, with the key, in one write (one capacity check
-/// less); a longer one after the key, as [`fast::str`] writes it.
+/// The most bytes a joined write ([`joined`]) puts together on the stack.
+const JOINED: usize = 64;
+
+/// `key` then `prefix` (constants where inlined) at the start of a buffer,
+/// with room for 9 bytes more after them (a number's or a text's header);
+/// `None` when they are too long for it. What is put after them is written
+/// with them in one write of a length known where it is inlined: one
+/// capacity check, not one for each.
 #[inline(always)]
-fn keyed_str<const N: usize>(out: &mut Vec<u8>, mut key: [u8; N], v: &str) -> Result<(), GiveUp> {
-    if v.len() < 32 {
-        key[N - 1] = 0xa0 | v.len() as u8;
-        out.extend_from_slice(&key);
-        if !v.is_empty() {
-            out.extend_from_slice(v.as_bytes());
+fn joined<const N: usize, const M: usize>(key: &[u8; N], prefix: &[u8; M]) -> Option<[u8; JOINED]> {
+    if N + M + 9 > JOINED {
+        return None;
+    }
+    let mut buf = [0u8; JOINED];
+    buf[..N].copy_from_slice(key);
+    buf[N..N + M].copy_from_slice(prefix);
+    Some(buf)
+}
+
+/// `key` then `bytes` (constants where inlined), in one write.
+#[inline(always)]
+fn keyed_bytes<const N: usize, const M: usize>(out: &mut Vec<u8>, key: &[u8; N], bytes: &[u8; M]) {
+    match joined(key, bytes) {
+        Some(buf) => out.extend_from_slice(&buf[..N + M]),
+        None => {
+            out.extend_from_slice(key);
+            out.extend_from_slice(bytes);
         }
-        Ok(())
-    } else {
-        out.extend_from_slice(&key[..N - 1]);
-        fast::str(out, v)
     }
 }
 
-/// `key` (constant bytes ending in three placeholder bytes) then the
-/// number `v`: up to 65,535 (a hop, nearly always) written in the
-/// placeholders' place, with the key, in one write of a length known where
-/// it is inlined; a larger one after the key, as [`fast::uint`] writes it.
+/// `key`, `prefix` (constants where inlined), then the text `v`: for a
+/// text under 32 bytes, its one-byte header written with them in one write;
+/// a longer one after them, as [`fast::str`] writes it.
 #[inline(always)]
-fn keyed_uint<const N: usize>(out: &mut Vec<u8>, mut key: [u8; N], v: u64) {
-    let at = N - 3;
-    if v < 128 {
-        key[at] = v as u8;
-        out.extend_from_slice(&key[..at + 1]);
-    } else if v < 256 {
-        key[at] = 0xcc;
-        key[at + 1] = v as u8;
-        out.extend_from_slice(&key[..at + 2]);
-    } else if v < 65_536 {
-        key[at] = 0xcd;
-        key[at + 1..].copy_from_slice(&(v as u16).to_be_bytes());
-        out.extend_from_slice(&key);
-    } else {
-        out.extend_from_slice(&key[..at]);
-        fast::uint(out, v);
+fn keyed_str<const N: usize, const M: usize>(
+    out: &mut Vec<u8>,
+    key: &[u8; N],
+    prefix: &[u8; M],
+    v: &str,
+) -> Result<(), GiveUp> {
+    match joined(key, prefix) {
+        Some(mut buf) if v.len() < 32 => {
+            buf[N + M] = 0xa0 | v.len() as u8;
+            out.extend_from_slice(&buf[..N + M + 1]);
+            if !v.is_empty() {
+                out.extend_from_slice(v.as_bytes());
+            }
+            Ok(())
+        }
+        _ => {
+            out.extend_from_slice(key);
+            out.extend_from_slice(prefix);
+            fast::str(out, v)
+        }
+    }
+}
+
+/// `key`, `prefix` (constants where inlined), then the number `v`: up to
+/// 65,535 (a hop, nearly always) written with them in one write of a
+/// length known where it is inlined; a larger one after them, as
+/// [`fast::uint`] writes it.
+#[inline(always)]
+fn keyed_uint<const N: usize, const M: usize>(
+    out: &mut Vec<u8>,
+    key: &[u8; N],
+    prefix: &[u8; M],
+    v: u64,
+) {
+    let at = N + M;
+    match joined(key, prefix) {
+        Some(mut buf) if v < 128 => {
+            buf[at] = v as u8;
+            out.extend_from_slice(&buf[..at + 1]);
+        }
+        Some(mut buf) if v < 256 => {
+            buf[at] = 0xcc;
+            buf[at + 1] = v as u8;
+            out.extend_from_slice(&buf[..at + 2]);
+        }
+        Some(mut buf) if v < 65_536 => {
+            buf[at] = 0xcd;
+            buf[at + 1..at + 3].copy_from_slice(&(v as u16).to_be_bytes());
+            out.extend_from_slice(&buf[..at + 3]);
+        }
+        _ => {
+            out.extend_from_slice(key);
+            out.extend_from_slice(prefix);
+            fast::uint(out, v);
+        }
     }
 }

@@ -629,11 +629,25 @@ fn direct_and_serde<T: super::WriteMsgpack + Serialize + ?Sized>(
         serde_result.is_ok(),
         "the direct writer gives up where the serde path does, {depth} deep"
     );
+    // After a struct's field name (`write_keyed`): the name, then the same
+    // bytes; the same with a name too long to be joined with the value's
+    // first bytes (written before them instead).
+    let short = keyed(value, b"\xa3key", depth);
+    let long = keyed(value, &[b'k'; 60], depth);
+    assert_eq!(short.is_ok(), direct_result.is_ok(), "keyed, {depth} deep");
+    assert_eq!(
+        long.is_ok(),
+        direct_result.is_ok(),
+        "long key, {depth} deep"
+    );
     direct_result.ok()?;
     assert_eq!(
         direct, serde,
         "the direct writer writes the serde path's bytes"
     );
+    let expect = |key: &[u8]| [&[7], key, &direct[1..]].concat();
+    assert_eq!(short.ok(), Some(expect(b"\xa3key")), "keyed");
+    assert_eq!(long.ok(), Some(expect(&[b'k'; 60])), "long key");
     if depth == 0 {
         assert_eq!(
             fast_and_slow(value).as_ref().map(|slow| &slow[2..]),
@@ -642,6 +656,17 @@ fn direct_and_serde<T: super::WriteMsgpack + Serialize + ?Sized>(
         );
     }
     Some(direct)
+}
+
+/// What `value` writes after `key` (`write_keyed`), after a first byte 7.
+fn keyed<T: super::WriteMsgpack + ?Sized, const N: usize>(
+    value: &T,
+    key: &[u8; N],
+    depth: u32,
+) -> Result<Vec<u8>, super::fast::GiveUp> {
+    let mut out = vec![7];
+    value.write_keyed(key, &mut out, depth)?;
+    Ok(out)
 }
 
 /// Every direct writer of the library writes exactly what the serde path

@@ -184,9 +184,10 @@ fn header(len: usize, map: bool) -> Vec<u8> {
 }
 
 /// The direct MessagePack writer of a struct in serde's plain form (see
-/// `has_plain_serde_form`): the map's header with the first field's name as
-/// one constant, then each field's value (directly when its type has a
-/// writer, through serde otherwise) and the next field's name. Byte for
+/// `has_plain_serde_form`): each field's name as a constant (the map's
+/// header with the first), handed to the field's value to write with its
+/// own first bytes at once (directly when its type has a writer, through
+/// serde otherwise). Byte for
 /// byte what serde's derive writes through the encoder; nothing for any
 /// other struct.
 fn direct_writer(item: &syn::ItemStruct) -> Option<TokenStream> {
@@ -205,8 +206,8 @@ fn direct_writer(item: &syn::ItemStruct) -> Option<TokenStream> {
         prefix.extend_from_slice(name.as_bytes());
         let bytes = syn::LitByteStr::new(&prefix, proc_macro2::Span::call_site());
         writes.push(quote! {
-            __wf_out.extend_from_slice(#bytes);
-            (&::workflow_core::__private::Direct(&self.#ident)).write_part(__wf_out, __wf_depth)?;
+            (&::workflow_core::__private::Direct(&self.#ident))
+                .write_keyed_part(#bytes, __wf_out, __wf_depth)?;
         });
         prefix.clear();
     }
