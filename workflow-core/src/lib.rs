@@ -254,7 +254,6 @@ pub mod __private {
     pub use std::string::String;
     pub use std::time::Duration;
     pub use std::vec::Vec;
-    pub use tokio::time::timeout;
 
     /// The JSON Schema (draft 2020-12) of `T`, for the static graph.
     pub fn schema_doc<T: schemars::JsonSchema>() -> schemars::Schema {

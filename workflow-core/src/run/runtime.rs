@@ -1643,6 +1643,22 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
     }
 
+    /// Agent `A`'s body (pinned where it is awaited), instrumented as
+    /// [`instrument_agent`](Self::instrument_agent) does, under its
+    /// [`turn_limit`](Self::turn_limit): its result, or `None` if the limit
+    /// passed first (then [`timed_out`](Self::timed_out), once the body is
+    /// dropped). One future with a limit or without, so that the body is
+    /// polled from one place: where it is inlined, the body's result is
+    /// built where the turn keeps it.
+    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
+    #[inline(always)]
+    pub fn limited_turn<A: Agent<W>, F: Future<Output = Result<A::Next, Reject>> + Unpin>(
+        &self,
+        body: F,
+    ) -> crate::run::Limited<impl Future<Output = F::Output> + Unpin + use<'x, W, A, F>> {
+        crate::run::Limited::new(self.instrument_agent::<A, F>(body), self.turn_limit::<A>())
+    }
+
     /// The `invoke_agent` span of agent `A`'s turn (OpenTelemetry GenAI
     /// conventions).
     #[doc(hidden)] // for generated turns; by hand, `turn` does it all
@@ -1728,25 +1744,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         // As the generated turn does: the body's future pinned where it is
         // awaited (the instrumentation holds a `Pin<&mut _>`, not the
         // future), and dropped before a timeout is recorded.
-        let result = match self.turn_limit::<A>() {
-            None => {
-                let body = std::pin::pin!(A::run(input, cx));
-                self.instrument_agent::<A, _>(body).await
-            }
-            Some(limit) => {
-                let finished = {
-                    let body = std::pin::pin!(A::run(input, cx));
-                    Box::pin(tokio::time::timeout(
-                        limit,
-                        self.instrument_agent::<A, _>(body),
-                    ))
-                    .await
-                };
-                match finished {
-                    Ok(result) => result,
-                    Err(_) => return Err(self.timed_out::<A>()),
-                }
-            }
+        let finished = {
+            let body = std::pin::pin!(A::run(input, cx));
+            self.limited_turn::<A, _>(body).await
+        };
+        let Some(result) = finished else {
+            return Err(self.timed_out::<A>());
         };
         self.deliver_turn::<A>(result)
     }

@@ -61,40 +61,22 @@ pub(super) fn spec(wf: &Workflow, r: &Resolved) -> TokenStream {
                 // there: the instrumentation around it holds a `Pin<&mut _>`,
                 // not the future (moving a future of a 160-byte payload into
                 // each wrapper cost a transition two copies of 216 bytes).
-                // The timer is boxed: a turn without a limit neither carries
-                // nor moves the timer's state. Inlined, not one call to
+                // One future with a time limit or without (the timer boxed
+                // in it, when there is one), so the body is polled from one
+                // place. The body's future is dropped at the block's end,
+                // before the delivery or a timeout is recorded (it borrows
+                // the run through `cx`). Inlined, not one call to
                 // `Runtime::turn` (which does the same steps): that call's
                 // nested future costs a transition more moves, and saved no
                 // measurable `cargo check` time (book, performance,
                 // "Compile time").
-                let result = match run.turn_limit::<#n::Agent>() {
-                    ::workflow_core::__private::Option::None => {
-                        // Bound here, in the arm's own block: a `pin!`
-                        // directly in the tail would live as long as
-                        // `result`, and hold `cx` past the delivery.
-                        let body = ::core::pin::pin!(#body_future);
-                        run.instrument_agent::<#n::Agent, _>(body).await
-                    }
-                    ::workflow_core::__private::Option::Some(limit) => {
-                        // The body's future dropped before a timeout is
-                        // recorded (it borrows the run through `cx`).
-                        let finished = {
-                            let body = ::core::pin::pin!(#body_future);
-                            ::workflow_core::__private::Box::pin(
-                                ::workflow_core::__private::timeout(
-                                    limit,
-                                    run.instrument_agent::<#n::Agent, _>(body),
-                                ),
-                            ).await
-                        };
-                        match finished {
-                            ::workflow_core::__private::Result::Ok(result) => result,
-                            ::workflow_core::__private::Result::Err(_) => {
-                                let failed = ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
-                                break '__wf_turn failed;
-                            }
-                        }
-                    }
+                let finished = {
+                    let body = ::core::pin::pin!(#body_future);
+                    run.limited_turn::<#n::Agent, _>(body).await
+                };
+                let ::workflow_core::__private::Option::Some(result) = finished else {
+                    let failed = ::workflow_core::__private::Result::Err(run.timed_out::<#n::Agent>());
+                    break '__wf_turn failed;
                 };
                 run.deliver_turn::<#n::Agent>(result)
             }
