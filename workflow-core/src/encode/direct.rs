@@ -173,8 +173,8 @@ integers!(sint as i64: i8, i16, i32, i64, isize);
 
 impl WriteMsgpack for bool {
     #[inline(always)]
-    fn write_msgpack(&self, out: &mut Vec<u8>, _depth: u32) -> Result<(), GiveUp> {
-        self.write_keyed(&[], out, _depth)
+    fn write_msgpack(&self, out: &mut Vec<u8>, depth: u32) -> Result<(), GiveUp> {
+        self.write_keyed(&[], out, depth)
     }
 
     #[inline(always)]
@@ -279,7 +279,7 @@ impl<T: WriteMsgpack> WriteMsgpack for Vec<T> {
         depth: u32,
     ) -> Result<(), GiveUp> {
         if self.is_empty() {
-            fast::open(depth, 1)?;
+            open(depth)?;
             keyed_bytes(out, key, b"\x90");
             Ok(())
         } else {

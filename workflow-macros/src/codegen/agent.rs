@@ -1,9 +1,9 @@
-//! Code for one agent: its module (`Agent`, `Next`, `Context`), its
-//! ownership and grant impls, its `Agent` impl (conditions, contract view,
-//! body) and the `Route` impl of its `Next`.
+//! Code for one agent: its function as emitted, its module (`Agent`,
+//! `Next`, `Context`), its ownership and grant impls, its `Agent` impl
+//! (conditions, contract view, body) and the `Route` impl of its `Next`.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
@@ -14,6 +14,50 @@ use crate::model::agent::Agent;
 use crate::model::workflow::Workflow;
 
 use super::{body_call, input_alias};
+
+/// An agent's `async fn` as emitted: when its parameters are plain names,
+/// written as a function that returns an `async move` block, so that the
+/// turn's future holds each argument once (an `async fn` moves its
+/// arguments again into its body's locals on the first poll: a copy of
+/// the input each turn). Any other function stays as written, and so does
+/// one with inner attributes (`#![allow(..)]` in the body), which have no
+/// place in a block expression.
+pub(super) fn agent_fn(item: &syn::ItemFn) -> TokenStream {
+    let plain = item.sig.inputs.iter().all(|arg| match arg {
+        syn::FnArg::Typed(t) => matches!(
+            &*t.pat,
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none()
+        ),
+        syn::FnArg::Receiver(_) => false,
+    });
+    let inner = item
+        .attrs
+        .iter()
+        .any(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
+    let Some(asyncness) = item.sig.asyncness.filter(|_| plain && !inner) else {
+        return item.to_token_stream();
+    };
+    let output = match &item.sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) => ty.to_token_stream(),
+    };
+    let mut sig = item.sig.clone();
+    sig.asyncness = None;
+    // Spanned at the macro (edition 2024), not at the user's `async`: the
+    // future captures the context's lifetime (`Context<'_>`) whatever the
+    // edition of the user's crate (tested by `ui-tests/edition2021`).
+    sig.output = syn::parse_quote_spanned!(proc_macro2::Span::mixed_site()=>
+        -> impl ::workflow_core::__private::Future<Output = #output>
+    );
+    let (attrs, vis, stmts) = (&item.attrs, &item.vis, &item.block.stmts);
+    quote_spanned!(asyncness.span=>
+        #(#attrs)*
+        #[allow(clippy::manual_async_fn)]
+        #vis #sig {
+            async move { #(#stmts)* }
+        }
+    )
+}
 
 /// Whether agent `agent` receives handoffs (a join receives its branches'
 /// outcomes instead, in a generated type that is not a handoff).

@@ -36,7 +36,7 @@ pub fn items(wf: &Workflow) -> Vec<TokenStream> {
                 item,
                 agent: Some(_),
                 ..
-            } => Some(agent_fn(item)),
+            } => Some(super::agent::agent_fn(item)),
             ModItem::Agent { item, .. } | ModItem::StrayConditions { item, .. } => {
                 Some(item.to_token_stream())
             }
@@ -46,49 +46,6 @@ pub fn items(wf: &Workflow) -> Vec<TokenStream> {
             },
         })
         .collect()
-}
-
-/// An agent's `async fn` as emitted: when its parameters are plain names,
-/// written as a function that returns an `async move` block, so that the
-/// turn's future holds each argument once (an `async fn` moves its
-/// arguments again into its body's locals on the first poll: a copy of
-/// the input each turn).
-fn agent_fn(item: &syn::ItemFn) -> TokenStream {
-    let plain = item.sig.inputs.iter().all(|arg| match arg {
-        syn::FnArg::Typed(t) => matches!(
-            &*t.pat,
-            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none()
-        ),
-        syn::FnArg::Receiver(_) => false,
-    });
-    // Inner attributes (`#![allow(..)]` in the body) have no place in a
-    // block expression: such a function stays as written.
-    let inner = item
-        .attrs
-        .iter()
-        .any(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
-    let mut sig = item.sig.clone();
-    let (Some(asyncness), true, false) = (sig.asyncness.take(), plain, inner) else {
-        return item.to_token_stream();
-    };
-    let output = match &sig.output {
-        syn::ReturnType::Default => quote!(()),
-        syn::ReturnType::Type(_, ty) => ty.to_token_stream(),
-    };
-    // Spanned at the macro (edition 2024), not at the user's `async`: the
-    // future captures the context's lifetime (`Context<'_>`) whatever the
-    // edition of the user's crate (tested by `ui-tests/edition2021`).
-    sig.output = syn::parse_quote_spanned!(proc_macro2::Span::mixed_site()=>
-        -> impl ::workflow_core::__private::Future<Output = #output>
-    );
-    let (attrs, vis, stmts) = (&item.attrs, &item.vis, &item.block.stmts);
-    quote_spanned!(asyncness.span=>
-        #(#attrs)*
-        #[allow(clippy::manual_async_fn)]
-        #vis #sig {
-            async move { #(#stmts)* }
-        }
-    )
 }
 
 /// A `#[handoff]` struct as emitted. A rejected one (generic, or without
