@@ -110,27 +110,7 @@ impl<'x, W: Workflow> Session<'x, W> {
             Ok(None) => return Err(RunError::Finished),
             Err(error) => return Err(error),
         };
-        let run = &mut self.run;
-        let started = crate::observe::telemetry::now();
-        #[cfg(feature = "tracing")]
-        let span = tracing::info_span!(
-            "invoke_workflow",
-            otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
-            gen_ai.operation.name = "invoke_workflow",
-            gen_ai.conversation.id = run.transcript.run_id,
-            workflow.name = W::GRAPH.name,
-            "error.type" = tracing::field::Empty,
-        );
-        #[cfg(feature = "tracing")]
-        let ended = tracing::Instrument::instrument(W::run_to_end(state, run), span.clone()).await;
-        #[cfg(not(feature = "tracing"))]
-        let ended = W::run_to_end(state, run).await;
-        #[cfg(feature = "tracing")]
-        if let Err(error) = &ended {
-            span.record("error.type", error_type(error));
-        }
-        crate::observe::telemetry::run_ended::<W, _>(started, &ended);
-        ended
+        drive_run(state, &mut self.run).await
     }
 
     /// The run's result with its transcript, once [`drive`](Self::drive)
@@ -142,22 +122,68 @@ impl<'x, W: Workflow> Session<'x, W> {
         self,
         ended: Result<W::Output, RunError>,
     ) -> Result<Completed<W::Output>, Aborted> {
-        match ended {
-            Ok(output) => Ok(Completed {
-                output,
-                transcript: self.run.transcript,
-            }),
-            Err(RunError::Finished) => Err(Aborted {
-                error: RunError::Finished,
-                transcript: self.run.transcript,
-            }),
-            Err(error) => {
-                // A stopped run may be held for long (a suspension waiting
-                // for a person): keep only what it recorded.
-                let mut transcript = self.run.transcript;
-                transcript.shrink_to_fit();
-                Err(Aborted { error, transcript })
-            }
+        run_ended(self.run.transcript, ended)
+    }
+}
+
+/// Starts `run` on `input` and runs it to its end or its first stop
+/// ([`drive_run`]). The input is held by this future only until the run
+/// starts: where the state it becomes is driven, the same bytes.
+pub(crate) async fn start_and_drive<W: Workflow>(
+    input: W::Input,
+    run: &mut Runtime<'_, W>,
+) -> Result<W::Output, RunError> {
+    let state = W::start(input, run)?;
+    drive_run(state, run).await
+}
+
+/// Runs `run` from `state` to its end or its first stop
+/// ([`Session::drive`]), inside its `invoke_workflow` span.
+pub(crate) async fn drive_run<W: Workflow>(
+    state: W::State,
+    run: &mut Runtime<'_, W>,
+) -> Result<W::Output, RunError> {
+    let started = crate::observe::telemetry::now();
+    #[cfg(feature = "tracing")]
+    let span = tracing::info_span!(
+        "invoke_workflow",
+        otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
+        gen_ai.operation.name = "invoke_workflow",
+        gen_ai.conversation.id = run.transcript.run_id,
+        workflow.name = W::GRAPH.name,
+        "error.type" = tracing::field::Empty,
+    );
+    #[cfg(feature = "tracing")]
+    let ended = tracing::Instrument::instrument(W::run_to_end(state, run), span.clone()).await;
+    #[cfg(not(feature = "tracing"))]
+    let ended = W::run_to_end(state, run).await;
+    #[cfg(feature = "tracing")]
+    if let Err(error) = &ended {
+        span.record("error.type", error_type(error));
+    }
+    crate::observe::telemetry::run_ended::<W, _>(started, &ended);
+    ended
+}
+
+/// A run's result with its `transcript`, once it `ended`
+/// ([`Session::ended`]).
+#[allow(clippy::result_large_err)]
+pub(crate) fn run_ended<O>(
+    transcript: Transcript,
+    ended: Result<O, RunError>,
+) -> Result<Completed<O>, Aborted> {
+    match ended {
+        Ok(output) => Ok(Completed { output, transcript }),
+        Err(RunError::Finished) => Err(Aborted {
+            error: RunError::Finished,
+            transcript,
+        }),
+        Err(error) => {
+            // A stopped run may be held for long (a suspension waiting
+            // for a person): keep only what it recorded.
+            let mut transcript = transcript;
+            transcript.shrink_to_fit();
+            Err(Aborted { error, transcript })
         }
     }
 }

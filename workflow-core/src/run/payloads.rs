@@ -29,11 +29,19 @@ const GROWTH: usize = 512;
 /// share of what is there), with a third of the capacity at most unused
 /// instead of a half. For a run's per-transfer tables, held as long as the
 /// run.
+#[inline(always)]
 pub(crate) fn push_grown<T>(v: &mut Vec<T>, item: T) {
     if v.len() == v.capacity() {
-        v.reserve_exact((v.len() / 2).max(4));
+        grow(v);
     }
     v.push(item);
+}
+
+/// Grows a full `v` as [`push_grown`] does: rarely, out of the caller's way.
+#[cold]
+#[inline(never)]
+fn grow<T>(v: &mut Vec<T>) {
+    v.reserve_exact((v.len() / 2).max(4));
 }
 
 /// The payload bytes of a run's transfers, addressed by their offset from
