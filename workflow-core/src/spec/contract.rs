@@ -610,6 +610,30 @@ pub trait StopConditions {
 
 impl StopConditions for StopWhen {
     fn receipt_check(&self, moment: &Moment, unbounded: bool) -> Result<(), Option<String>> {
+        // A handoff's usual `StopWhen::at_hop(..)` not yet reached, answered
+        // here, without the registers the rest needs saved (measured:
+        // about 15 instructions a receipt less).
+        if let [StopCondition::HopReached { hop }] = self.any.as_slice()
+            && moment.hop < *hop
+        {
+            return Ok(());
+        }
+        self.receipt_check_all(moment, unbounded)
+    }
+
+    fn met_at(&self, moment: &Moment) -> Option<String> {
+        self.met(moment).map(StopCondition::described_met)
+    }
+
+    fn checkable(&self) -> bool {
+        self.any.iter().any(StopCondition::is_checkable)
+    }
+}
+
+impl StopWhen {
+    /// [`StopConditions::receipt_check`] of any list.
+    #[inline(never)]
+    fn receipt_check_all(&self, moment: &Moment, unbounded: bool) -> Result<(), Option<String>> {
         // A handoff's usual `StopWhen::at_hop(..)`, answered without a
         // loop (about 30 instructions a receipt less).
         if let [only @ StopCondition::HopReached { .. }] = self.any.as_slice() {
@@ -630,14 +654,6 @@ impl StopConditions for StopWhen {
             checkable |= condition.is_checkable();
         }
         if checkable { Ok(()) } else { Err(None) }
-    }
-
-    fn met_at(&self, moment: &Moment) -> Option<String> {
-        self.met(moment).map(StopCondition::described_met)
-    }
-
-    fn checkable(&self) -> bool {
-        self.any.iter().any(StopCondition::is_checkable)
     }
 }
 
