@@ -20,8 +20,32 @@ pub struct Context<'x, W: Workflow, A> {
     /// The turn (its hop, scope, records and journal) and the run's state
     /// it reads: lent by the runtime, or owned (see [`TurnRef`]).
     pub(crate) run: TurnRef<'x>,
-    pub(crate) earlier: once_cell::race::OnceBox<Vec<crate::run::EarlierTurn<W, A>>>,
+    pub(crate) earlier: EarlierCache<Vec<crate::run::EarlierTurn<W, A>>>,
     pub(crate) agent: PhantomData<fn() -> A>,
+}
+
+/// A context's earlier turns, read once when first asked for. Dropped by a
+/// call only when they were read: the drop of a context that never asked
+/// (nearly every one) is a test, not a call (measured: about 7
+/// instructions a transition).
+pub(crate) struct EarlierCache<T>(pub(crate) once_cell::race::OnceBox<T>);
+
+impl<T> Drop for EarlierCache<T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.get().is_some() {
+            drop_read(std::mem::replace(
+                &mut self.0,
+                once_cell::race::OnceBox::new(),
+            ));
+        }
+    }
+}
+
+/// Drops earlier turns a context read.
+#[inline(never)]
+fn drop_read<T>(read: once_cell::race::OnceBox<T>) {
+    drop(read);
 }
 
 /// What a context knows of its turn: kept by the runtime for the turn that
@@ -65,8 +89,11 @@ pub(crate) enum TurnRef<'x> {
         shared: &'x Arc<RunShared>,
         transcript: &'x crate::run::Transcript,
     },
-    /// Held by the context (a branch's, a canary's).
-    Owned(Box<OwnedTurn<'x>>),
+    /// Held by the context (a branch's, a canary's). An `Arc`, not a
+    /// `Box`: its drop is a test and a decrement, small enough to be
+    /// inlined where every turn's context is dropped (a `Box`'s, with the
+    /// turn's own drop in it, was a call a transition).
+    Owned(Arc<OwnedTurn<'x>>),
     /// Borrowed from a branch's owned turn for a context that lives
     /// shorter (its pre- or post-conditions').
     Borrowed(&'x OwnedTurn<'x>),
@@ -500,7 +527,7 @@ impl<'x, W: Workflow, A: Agent<W>> Context<'x, W, A> {
         else {
             return &[];
         };
-        self.earlier.get_or_init(|| {
+        self.earlier.0.get_or_init(|| {
             Box::new(self.run.with_transfers(|transfers| {
                 transfers.turns_of::<W, A>(self.run.turn().earlier_upto, payloads)
             }))
@@ -655,7 +682,7 @@ impl<'x, W: Workflow, A> Context<'x, W, A> {
             root,
             deps,
             run,
-            earlier: once_cell::race::OnceBox::new(),
+            earlier: EarlierCache(once_cell::race::OnceBox::new()),
             agent: PhantomData,
         }
     }
@@ -669,7 +696,7 @@ impl<W: Workflow, A> Clone for Context<'_, W, A> {
             run: self.run.clone(),
             // Built again on request: a clone is made for a tool loop at
             // most, which rarely asks.
-            earlier: once_cell::race::OnceBox::new(),
+            earlier: EarlierCache(once_cell::race::OnceBox::new()),
             agent: PhantomData,
         }
     }

@@ -817,7 +817,11 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if A::HAS_POST && A::POST_READS_CONTEXT {
             turn.post_view = Some(Box::new(owned.clone()));
         }
-        let cx = Context::new(self.root, self.deps, TurnRef::Owned(Box::new(owned)));
+        let cx = Context::new(
+            self.root,
+            self.deps,
+            TurnRef::Owned(std::sync::Arc::new(owned)),
+        );
         fork.next_outcome = fork.next_outcome.saturating_add(1);
         self.hops += 1;
         #[cfg(feature = "tracing")]
@@ -1023,7 +1027,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 None => {
                     let mut owned = self.owned_turn::<A>(scope);
                     owned.shared = shared.clone();
-                    Context::new(root, deps, TurnRef::Owned(Box::new(owned)))
+                    Context::new(root, deps, TurnRef::Owned(std::sync::Arc::new(owned)))
                 }
             }),
             _ => Ok(()),

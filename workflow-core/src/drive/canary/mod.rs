@@ -93,7 +93,7 @@ impl<'x, W: Workflow> Harness<'x, W> {
         Context::new(
             self.root,
             self.deps,
-            crate::run::TurnRef::Owned(Box::new(turn)),
+            crate::run::TurnRef::Owned(std::sync::Arc::new(turn)),
         )
     }
 }
