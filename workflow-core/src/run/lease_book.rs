@@ -173,6 +173,17 @@ pub(crate) fn outlives_grantor(
     None
 }
 
+/// When the lease of `turn` expires, a renewal recorded in `shared`
+/// included (`None` for a turn under no scope).
+#[inline]
+pub(crate) fn expires_of(
+    turn: &crate::run::TurnView<'_>,
+    shared: &crate::run::RunShared,
+) -> Option<Expiry> {
+    let (_, expires) = turn.scope?;
+    Some(shared.renewed(turn.lease_seq).unwrap_or(expires))
+}
+
 /// Wall-clock milliseconds since the Unix epoch.
 pub(crate) fn unix_now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -193,13 +204,8 @@ impl<W: Workflow, A: Agent<W>> Context<'_, W, A> {
     /// When this turn's lease expires, a renewal granted in this turn
     /// included (`None` for a turn under no scope).
     pub fn lease_expires(&self) -> Option<Expiry> {
-        let (_, expires) = self.run.turn().scope?;
-        Some(
-            self.run
-                .shared()
-                .renewed(self.run.turn().lease_seq)
-                .unwrap_or(expires),
-        )
+        let (turn, shared) = self.run.turn_and_shared();
+        expires_of(turn, shared)
     }
 
     /// Asks for this turn's own lease to be renewed until `until`: the
