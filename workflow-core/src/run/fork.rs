@@ -630,7 +630,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // The receiver's checks.
         let reasons = if self.limits.mode.is_enforce() {
-            self.check_receipt::<A>(contract.as_ref())
+            self.check_receipt::<A>(&input, contract.as_ref())
                 .into_iter()
                 .collect()
         } else {

@@ -57,25 +57,28 @@ impl<W: Workflow> Runtime<'_, W> {
         {
             return None;
         }
-        self.lease_outlives_grantor(contract, grantor)
+        self.lease_outlives_grantor(contract.authority, lease, grantor)
     }
 
     /// [`check_lease_within_grantor`](Self::check_lease_within_grantor)
     /// against the sender's scope `grantor`, the hop cap and the run's
     /// deadline.
     #[inline(never)]
+    // Given the view's values, not the view: a view passed to a call is
+    // built in memory at every receipt (measured: about 20 instructions a
+    // transition), one kept to the turn's own code is not.
     fn lease_outlives_grantor(
         &self,
-        contract: &ContractView<'_>,
+        authority: &'static str,
+        lease: Expiry,
         grantor: Option<Expiry>,
     ) -> Option<RejectReason> {
-        let lease = contract.expires;
         let deadline = self.limits.deadline_ms.map(|after_ms| {
             unix_now_ms().saturating_add(after_ms.saturating_sub(self.elapsed_ms()))
         });
         let (grantor, bound) = outlives_grantor(lease, grantor, self.max_hops, deadline)?;
         Some(RejectReason::LeaseOutlivesGrantor {
-            authority: Cow::Borrowed(contract.authority),
+            authority: Cow::Borrowed(authority),
             lease,
             grantor,
             bound: Cow::Borrowed(bound),
@@ -103,7 +106,9 @@ impl<W: Workflow> Runtime<'_, W> {
     /// revoked: by an operator (`Executor::revoke`) or by its grantor from
     /// a later turn (`cx.revoke`). The reason names the revoked lease's
     /// record and its authority.
-    pub(super) fn check_lease_revoked(&self, contract: &ContractView<'_>) -> Option<RejectReason> {
+    /// `authority`: the transfer's, from its contract view (given alone,
+    /// as for [`lease_outlives_grantor`](Self::lease_outlives_grantor)).
+    pub(super) fn check_lease_revoked(&self, authority: &'static str) -> Option<RejectReason> {
         let pending = u32::try_from(self.transcript.len().checked_sub(1)?).ok()?;
         let revoked = self.shared.void_lease(pending, pending, |seq| {
             self.transcript.transfers().lease_chain(seq)
@@ -111,14 +116,14 @@ impl<W: Workflow> Runtime<'_, W> {
         // A lease's authority is what the transfers made under it record
         // as their sender's scope.
         let authority = if revoked == pending {
-            contract.authority
+            authority
         } else {
             let transfers = self.transcript.transfers();
             let made_under =
                 (revoked + 1..=pending).find(|s| transfers.granted_under(*s) == Some(revoked));
             made_under
                 .and_then(|s| self.transcript.sender_scope(s as usize))
-                .map_or(contract.authority, |(authority, _)| authority)
+                .map_or(authority, |(authority, _)| authority)
         };
         Some(RejectReason::LeaseRevoked {
             authority: Cow::Borrowed(authority),

@@ -38,9 +38,14 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// it cost ~40 instructions a transition). Written as early returns,
     /// not a chain of `Option::or_else`: the chain was left as a call of
     /// its own (~50 instructions a turn).
+    /// `input` is the payload `contract` is the view of: the checks on
+    /// the payload as JSON get the view built again from it, not this one
+    /// (a view passed to a call is built in memory at every receipt;
+    /// measured, about 20 instructions a transition).
     #[inline(always)]
     pub(super) fn check_receipt<A: Agent<W>>(
         &mut self,
+        input: &A::Input,
         contract: Option<&ContractView<'_>>,
     ) -> Option<RejectReason> {
         if let Some(reason) = self.check_hop_cap() {
@@ -68,7 +73,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             return Some(reason);
         }
         let limits = self.json_limits(contract)?;
-        self.check_transfer_json(contract, limits, false)
+        self.check_transfer_json(A::contract(input).as_ref(), limits, false)
             .into_iter()
             .next()
     }
@@ -88,7 +93,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             return Some(reason);
         }
         if self.shared.may_void_leases()
-            && let Some(reason) = self.check_lease_revoked(c)
+            && let Some(reason) = self.check_lease_revoked(c.authority)
         {
             return Some(reason);
         }
@@ -127,7 +132,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             self.check_budgets(),
             contract.and_then(check_scope_owned::<W, A>),
             contract.and_then(|c| check_scope_expired(c, &moment)),
-            contract.and_then(|c| self.check_lease_revoked(c)),
+            contract.and_then(|c| self.check_lease_revoked(c.authority)),
             contract.and_then(|c| check_lease_bounded(c, by_agent)),
             contract.and_then(|c| self.check_lease_within_grantor(c, by_agent)),
             contract.and_then(check_stop_checkable),
@@ -192,7 +197,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         if items.is_empty() {
             return None;
         }
-        self.check_citations(contract, items)
+        self.check_citations(contract.uncited_evidence, items)
     }
 
     /// [`check_evidence_cited`](Self::check_evidence_cited) of a contract
@@ -200,13 +205,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     #[inline(never)]
     fn check_citations(
         &self,
-        contract: &ContractView<'_>,
+        uncited_evidence: bool,
         items: &[crate::spec::Evidence],
     ) -> Option<RejectReason> {
         let before = self.transcript.len().checked_sub(1)?;
         items.iter().find_map(|evidence| {
             if evidence.cites.is_empty() {
-                let must_cite = !contract.uncited_evidence && evidence.claims_tool(W::GRAPH.tools);
+                let must_cite = !uncited_evidence && evidence.claims_tool(W::GRAPH.tools);
                 return must_cite.then(|| RejectReason::UncitedEvidence {
                     source: evidence.source.to_string(),
                     claim: evidence.claim.to_string(),

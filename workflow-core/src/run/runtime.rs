@@ -1103,8 +1103,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         match std::mem::replace(&mut self.next_turn, TurnStart::Delivery) {
             TurnStart::Delivery => self.deliver_first::<A>(input, contract.as_ref(), None),
             TurnStart::Edited { by } => self.deliver_first::<A>(input, contract.as_ref(), Some(by)),
-            TurnStart::Return(returned) => self.start_returned::<A>(contract.as_ref(), returned),
-            TurnStart::Decided => self.start_decided::<A>(contract.as_ref()),
+            // Their open questions alone, not the view: a view passed to a
+            // call is built in memory at every receipt (measured: about
+            // 20 instructions a transition).
+            TurnStart::Return(returned) => {
+                self.start_returned::<A>(contract.as_ref().map(|c| c.open), returned)
+            }
+            TurnStart::Decided => self.start_decided::<A>(contract.as_ref().map(|c| c.open)),
         }
     }
 
@@ -1112,7 +1117,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// rejection of its handoff.
     fn start_returned<A: Agent<W>>(
         &mut self,
-        contract: Option<&ContractView<'_>>,
+        open: Option<&dyn crate::spec::OpenQuestions>,
         returned: Box<Returned>,
     ) -> Result<(), RunError> {
         let sender = self
@@ -1128,7 +1133,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             )));
         }
         self.progress::<A>();
-        self.begin_turn(contract);
+        self.begin_turn_open(open);
         self.shared.lock().returned = Some(returned);
         self.shared.mark();
         self.ready_turn::<A>();
@@ -1141,7 +1146,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// run, or a person's approval).
     fn start_decided<A: Agent<W>>(
         &mut self,
-        contract: Option<&ContractView<'_>>,
+        open: Option<&dyn crate::spec::OpenQuestions>,
     ) -> Result<(), RunError> {
         // A fan-out agent's turn again, in a run resumed inside its fan-out:
         // on the record it worked on, not the last (`run/fork_resume.rs`).
@@ -1166,7 +1171,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         self.turn_input = input;
         self.progress::<A>();
-        self.begin_turn(contract);
+        self.begin_turn_open(open);
         if let Some(crate::spec::Receipt::Approved { by, edited }) =
             self.transcript.receipt(self.turn_input)
         {
@@ -1210,11 +1215,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
             )));
         }
         if self.limits.mode.is_enforce() {
-            if let Some(reason) = self.check_receipt::<A>(contract) {
+            if let Some(reason) = self.check_receipt::<A>(input, contract) {
                 return Err(self.reject_last(reason));
             }
         } else {
-            for reason in self.audit_receipt::<A>(contract) {
+            // The view built again for the audit, not passed down: a view
+            // that reaches a call is built in memory at every receipt.
+            for reason in self.audit_receipt::<A>(A::contract(input).as_ref()) {
                 self.verdict(reason)?;
             }
         }
@@ -1283,8 +1290,13 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// for the tests alone cost a transition about 25 instructions.
     #[inline(always)]
     pub(super) fn begin_turn(&mut self, contract: Option<&ContractView<'_>>) {
-        let open = contract.is_some_and(|c| !c.open.is_empty());
-        if !open
+        self.begin_turn_open(contract.map(|c| c.open));
+    }
+
+    /// [`begin_turn`](Self::begin_turn) on the contract's open questions.
+    #[inline(always)]
+    fn begin_turn_open(&mut self, open: Option<&dyn crate::spec::OpenQuestions>) {
+        if open.is_none_or(|open| open.is_empty())
             && self.open.is_empty()
             && self.joined_open.is_empty()
             && !self.shared.dirty.load(std::sync::atomic::Ordering::Relaxed)
@@ -1294,16 +1306,18 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         {
             return;
         }
-        self.begin_turn_with(contract);
+        self.begin_turn_with(open);
     }
 
     /// [`begin_turn`](Self::begin_turn) when there is something to move or
     /// reset.
     #[inline(never)]
-    fn begin_turn_with(&mut self, contract: Option<&ContractView<'_>>) {
-        match contract {
-            Some(c) if !c.open.is_empty() => {
-                self.open = c.open.questions().into_iter().map(str::to_owned).collect();
+    // Given the view's open questions, not the view (a view passed to a
+    // call is built in memory at every receipt).
+    fn begin_turn_with(&mut self, open: Option<&dyn crate::spec::OpenQuestions>) {
+        match open {
+            Some(open) if !open.is_empty() => {
+                self.open = open.questions().into_iter().map(str::to_owned).collect();
             }
             // A join's turn receives what its branches left open; nearly
             // always there is nothing to move, nor anything to drop.
