@@ -193,6 +193,7 @@ impl Expiry {
 
     /// Whether a delegation with this expiry has expired at `moment` (past
     /// its hop, or at or past its wall-clock time).
+    #[inline]
     pub fn expired_at(self, moment: &Moment) -> bool {
         match self {
             Expiry::Never => false,
