@@ -145,14 +145,7 @@ pub(crate) async fn drive_run<W: Workflow>(
 ) -> Result<W::Output, RunError> {
     let started = crate::observe::telemetry::now();
     #[cfg(feature = "tracing")]
-    let span = tracing::info_span!(
-        "invoke_workflow",
-        otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
-        gen_ai.operation.name = "invoke_workflow",
-        gen_ai.conversation.id = run.transcript.run_id,
-        workflow.name = W::GRAPH.name,
-        "error.type" = tracing::field::Empty,
-    );
+    let span = workflow_span::<W>(run.transcript.run_id);
     #[cfg(feature = "tracing")]
     let ended = tracing::Instrument::instrument(W::run_to_end(state, run), span.clone()).await;
     #[cfg(not(feature = "tracing"))]
@@ -163,6 +156,21 @@ pub(crate) async fn drive_run<W: Workflow>(
     }
     crate::observe::telemetry::run_ended::<W, _>(started, &ended);
     ended
+}
+
+/// The `invoke_workflow` span of run `run_id` (OpenTelemetry GenAI
+/// conventions), its `error.type` recorded when the run fails: the same
+/// whether the run is driven to its end or streamed.
+#[cfg(feature = "tracing")]
+pub(crate) fn workflow_span<W: Workflow>(run_id: u64) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_workflow",
+        otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
+        gen_ai.operation.name = "invoke_workflow",
+        gen_ai.conversation.id = run_id,
+        workflow.name = W::GRAPH.name,
+        "error.type" = tracing::field::Empty,
+    )
 }
 
 /// A run's result with its `transcript`, once it `ended`

@@ -210,16 +210,8 @@ impl<W: Workflow> Executor<W> {
             let state = W::start(input, &mut run).map(Some);
             let mut session = Session { run, state };
             let started = crate::observe::telemetry::now();
-            // The same `invoke_workflow` span as `Session::finish`.
             #[cfg(feature = "tracing")]
-            let span = tracing::info_span!(
-                "invoke_workflow",
-                otel.name = %format_args!("invoke_workflow {}", W::GRAPH.name),
-                gen_ai.operation.name = "invoke_workflow",
-                gen_ai.conversation.id = session.transcript().run_id(),
-                workflow.name = W::GRAPH.name,
-                "error.type" = tracing::field::Empty,
-            );
+            let span = crate::drive::session::workflow_span::<W>(session.transcript().run_id());
             let drive = async {
                 loop {
                     emitter.catch_up(session.transcript());

@@ -569,6 +569,24 @@ mod tests {
         max_hops: 0,
     };
 
+    #[test]
+    fn a_sender_scope_is_found_at_the_last_record_and_before_it() {
+        use crate::spec::Expiry;
+        let mut t = Transcript::new(1, &GRAPH);
+        assert_eq!(t.sender_scope(0), None);
+        t.push_sender_scope(1, "A", Expiry::AtHop(3));
+        t.push_sender_scope(4, "B", Expiry::Never);
+        t.push_sender_scope(5, "C", Expiry::AtUnixMs(7));
+        // The last (looked up without a loop), then earlier ones.
+        assert_eq!(t.sender_scope(5), Some(("C", Expiry::AtUnixMs(7))));
+        assert_eq!(t.sender_scope(4), Some(("B", Expiry::Never)));
+        assert_eq!(t.sender_scope(1), Some(("A", Expiry::AtHop(3))));
+        // Records whose sender had no scope, before, between and after.
+        for i in [0, 2, 3, 6, 100] {
+            assert_eq!(t.sender_scope(i), None, "record {i}");
+        }
+    }
+
     /// A transcript of `records` transfers of `each` payload bytes.
     fn grown(records: usize, each: usize) -> Transcript {
         let mut t = Transcript::new(1, &GRAPH);

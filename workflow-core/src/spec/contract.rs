@@ -635,15 +635,6 @@ impl StopWhen {
     /// [`StopConditions::receipt_check`] of any list.
     #[inline(never)]
     fn receipt_check_all(&self, moment: &Moment, unbounded: bool) -> Result<(), Option<String>> {
-        // A handoff's usual `StopWhen::at_hop(..)`, answered without a
-        // loop (about 30 instructions a receipt less).
-        if let [only @ StopCondition::HopReached { .. }] = self.any.as_slice() {
-            return if only.is_met(moment) {
-                Err(Some(only.described_met()))
-            } else {
-                Ok(())
-            };
-        }
         // One pass for both checks: a condition that is met is checkable,
         // so a list with one met answers both; a list with none met is
         // refused when nothing in it was checkable.
