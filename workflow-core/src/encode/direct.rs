@@ -531,6 +531,15 @@ fn keyed_long_str<const N: usize, const M: usize>(
 /// 65,535 (a hop, nearly always) written with them in one write of a
 /// length known where it is inlined; a larger one after them, as
 /// [`fast::uint`] writes it.
+///
+/// The number's one to three bytes go in as one 4-byte value at the same
+/// place whatever their count, and the bytes past them are cut off again
+/// ([`OVERWRITE`]): one write of one length, which the compiler turns into
+/// stores of the constants and of that value. With a length for each size
+/// (measured: 2026-12-04) the three writes were merged into one of a
+/// length known only at run time, a `memcpy` call, which then read the
+/// buffer just written byte by byte on the stack, a stall of the store
+/// buffer at every transfer's hop condition.
 #[inline(always)]
 fn keyed_uint<const N: usize, const M: usize>(
     out: &mut Vec<u8>,
@@ -540,23 +549,30 @@ fn keyed_uint<const N: usize, const M: usize>(
 ) {
     let at = N + M;
     match joined(key, prefix) {
-        Some(mut buf) if v < 128 => {
-            buf[at] = v as u8;
-            out.extend_from_slice(&buf[..at + 1]);
-        }
-        Some(mut buf) if v < 256 => {
-            buf[at] = 0xcc;
-            buf[at + 1] = v as u8;
-            out.extend_from_slice(&buf[..at + 2]);
-        }
         Some(mut buf) if v < 65_536 => {
-            buf[at] = 0xcd;
-            buf[at + 1..at + 3].copy_from_slice(&(v as u16).to_be_bytes());
-            out.extend_from_slice(&buf[..at + 3]);
+            // The MessagePack form of `v`, its first byte lowest.
+            let (word, len) = if v < 128 {
+                (v as u32, 1)
+            } else if v < 256 {
+                (0xcc | (v as u32) << 8, 2)
+            } else {
+                (0xcd | u32::from((v as u16).swap_bytes()) << 8, 3)
+            };
+            // In bounds: `joined` leaves 9 bytes after `at`.
+            buf[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            let end = out.len() + at + len;
+            out.extend_from_slice(&buf[..at + 4]);
+            out.truncate(end);
         }
         _ => keyed_large_uint(out, key, prefix, v),
     }
 }
+
+/// How many bytes past its end a writer of this module may put in its
+/// buffer before it cuts them off again ([`keyed_uint`]): the room a
+/// buffer reserved for a payload keeps beyond it, so as not to grow for
+/// bytes it does not keep (`run/payloads.rs`).
+pub(crate) const OVERWRITE: usize = 3;
 
 /// [`keyed_uint`] of a number above 65,535 (or a key and prefix too long
 /// to join): out of the way of the small ones.

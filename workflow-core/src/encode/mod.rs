@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::spec::PayloadError;
 
 mod direct;
+pub(crate) use direct::OVERWRITE;
 mod faithful;
 mod fast;
 mod json;

@@ -50,13 +50,13 @@ impl<W: Workflow> Runtime<'_, W> {
         }
         let lease = contract.expires;
         let pending = self.transcript.len().checked_sub(1)?;
-        let grantor = self.transcript.sender_scope(pending).map(|(_, e)| e);
         if self.limits.deadline_ms.is_none()
-            && grantor.is_none_or(|g| lease.within(g))
+            && self.transcript.within_sender_scope(pending, lease)
             && !matches!(lease, Expiry::AtHop(hop) if hop > self.max_hops)
         {
             return None;
         }
+        let grantor = self.transcript.sender_scope(pending).map(|(_, e)| e);
         self.lease_outlives_grantor(contract.authority, lease, grantor)
     }
 

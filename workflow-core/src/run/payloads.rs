@@ -213,7 +213,8 @@ impl Payloads {
         // (not doubled: a run's bytes keep at most about a third of their
         // buffer unused, and far less on average). A payload larger than
         // expected grows it as `Vec` does, doubling.
-        let expected = bytes.len().saturating_sub(chunk.mark);
+        // Plus what a writer may put past its end before cutting it off.
+        let expected = bytes.len().saturating_sub(chunk.mark) + crate::encode::OVERWRITE;
         chunk.mark = bytes.len();
         chunk.wanted = chunk.wanted.max(bytes.len() + expected);
         if bytes.capacity() - bytes.len() < expected {
