@@ -382,10 +382,12 @@ impl<W: Workflow> Runtime<'_, W> {
     /// runs), else found by looking back.
     fn input_of(&self, agent: u16, before: usize) -> Option<usize> {
         let t = &self.transcript;
+        // The run's graph is `W::GRAPH` (the transcript's own, read as the
+        // constant it is: no pointer loaded at every transfer).
         let to_agent_ran = |i: usize| {
             t.entries.get(i).is_some_and(|e| {
                 e.status.ran()
-                    && t.graph.edges.get(e.edge as usize).map(|edge| edge.to)
+                    && W::GRAPH.edges.get(e.edge as usize).map(|edge| edge.to)
                         == Some(Node::Agent(agent))
             })
         };

@@ -1105,7 +1105,12 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     /// the turn is counted (its context is then
     /// [`turn_context`](Self::turn_context)); on rejection the record says
     /// why and the rejection is routed as `A` declares.
-    #[doc(hidden)] // for generated turns; by hand, `turn` does it all
+    #[doc(hidden)]
+    // for generated turns; by hand, `turn` does it all
+    // Always inlined into the generated turn: with the first delivery's
+    // early return the compiler made it a call of its own, 14 instructions
+    // a transition more (measured 2026-12-04).
+    #[inline(always)]
     pub fn receive<A: Agent<W>>(&mut self, input: &A::Input) -> Result<(), RunError> {
         let contract = A::contract(input);
         self.turn.scope = contract.as_ref().map(|c| (c.authority, c.expires));
