@@ -369,7 +369,7 @@ impl<A: Authority> WriteMsgpack for Scope<A> {
         depth: u32,
     ) -> Result<(), GiveUp> {
         let depth = open(depth)?;
-        keyed_str(out, key, b"\x82\xa9authority", A::NAME)?;
+        keyed_known_str(out, key, b"\x82\xa9authority", A::NAME)?;
         self.expires.write_keyed(b"\xa7expires", out, depth)
     }
 }
@@ -510,6 +510,30 @@ fn keyed_str<const N: usize, const M: usize>(
             Ok(())
         }
         _ => keyed_long_str(out, key, prefix, v),
+    }
+}
+
+/// [`keyed_str`] of a text that is a constant where it is inlined (an
+/// authority's `NAME`): the text joined with the key and the prefix, all of
+/// it one write of constants (measured: a write and its capacity check a
+/// transfer less). A runtime text would be copied twice this way; those go
+/// through [`keyed_str`].
+#[inline(always)]
+fn keyed_known_str<const N: usize, const M: usize>(
+    out: &mut Vec<u8>,
+    key: &[u8; N],
+    prefix: &[u8; M],
+    v: &'static str,
+) -> Result<(), GiveUp> {
+    let at = N + M;
+    match joined(key, prefix) {
+        Some(mut buf) if v.len() < 32 && at + 1 + v.len() <= JOINED => {
+            buf[at] = 0xa0 | v.len() as u8;
+            buf[at + 1..at + 1 + v.len()].copy_from_slice(v.as_bytes());
+            out.extend_from_slice(&buf[..at + 1 + v.len()]);
+            Ok(())
+        }
+        _ => keyed_str(out, key, prefix, v),
     }
 }
 

@@ -632,9 +632,18 @@ fn direct_and_serde<T: super::WriteMsgpack + Serialize + ?Sized>(
     // After a struct's field name (`write_keyed`): the name, then the same
     // bytes; the same with a name too long to be joined with the value's
     // first bytes (written before them instead).
+    // A middle one: joined with the value's constant bytes, but with no
+    // room left for a short text after them (an authority's name, 27
+    // bytes for `UnknownAuthority`, `keyed_known_str`).
     let short = keyed(value, b"\xa3key", depth);
+    let middle = keyed(value, &[b'k'; 30], depth);
     let long = keyed(value, &[b'k'; 60], depth);
     assert_eq!(short.is_ok(), direct_result.is_ok(), "keyed, {depth} deep");
+    assert_eq!(
+        middle.is_ok(),
+        direct_result.is_ok(),
+        "middle key, {depth} deep"
+    );
     assert_eq!(
         long.is_ok(),
         direct_result.is_ok(),
@@ -647,6 +656,7 @@ fn direct_and_serde<T: super::WriteMsgpack + Serialize + ?Sized>(
     );
     let expect = |key: &[u8]| [&[7], key, &direct[1..]].concat();
     assert_eq!(short.ok(), Some(expect(b"\xa3key")), "keyed");
+    assert_eq!(middle.ok(), Some(expect(&[b'k'; 30])), "middle key");
     assert_eq!(long.ok(), Some(expect(&[b'k'; 60])), "long key");
     if depth == 0 {
         assert_eq!(
