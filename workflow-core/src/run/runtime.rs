@@ -516,19 +516,23 @@ impl<'x, W: Workflow> Runtime<'x, W> {
     // `view_of` counted 9 instructions a transition more.
     #[inline]
     fn ready_turn<A: Agent<W>>(&mut self) {
-        self.ready_turn_view::<A>();
-        self.turn.journal = self.journal();
-    }
-
-    /// [`ready_turn`](Self::ready_turn) but for the journal, which a
-    /// first delivery sets itself (see `deliver_first`).
-    #[inline]
-    fn ready_turn_view<A: Agent<W>>(&mut self) {
         let next = self.transcript.len() as u32;
         self.turn.hop = self.hops;
         self.turn.lease_seq = next.saturating_sub(1);
         self.turn.turn_seq = next;
         self.turn.earlier_upto = self.earlier_upto::<A>();
+        self.bind_journal();
+    }
+
+    /// Binds the turn's journal (where its tool calls are journaled) to
+    /// the run's last commit. Without a ledger there is none, and the turn
+    /// holds none from its start: nothing to write (measured: the
+    /// assignment cost a transition about 10 instructions).
+    #[inline]
+    fn bind_journal(&mut self) {
+        if self.ledger.is_some() {
+            self.turn.journal = self.journal();
+        }
     }
 
     /// The context of agent `A`'s turn, once [`receive`](Self::receive)
@@ -1243,15 +1247,8 @@ impl<'x, W: Workflow> Runtime<'x, W> {
                 self.verdict(reason)?;
             }
         }
-        // The pre-conditions see the turn's context as its body will. Its
-        // journal (where a tool call is journaled) is set again after the
-        // commit below; without a ledger it is always `None`, so it is set
-        // here only on a ledger (measured: about 10 instructions a
-        // transition less without one).
-        self.ready_turn_view::<A>();
-        if self.ledger.is_some() {
-            self.turn.journal = self.journal();
-        }
+        // The pre-conditions see the turn's context as its body will.
+        self.ready_turn::<A>();
         if let Some(reason) = check_pre::<W, A>(input, &self.turn_context::<A>()) {
             self.verdict(reason)?;
         }
@@ -1268,7 +1265,7 @@ impl<'x, W: Workflow> Runtime<'x, W> {
         }
         // The turn's tool calls bind to the committed record.
         self.commit_last()?;
-        self.turn.journal = self.journal();
+        self.bind_journal();
         self.receipt_decided();
         self.turn_input = i;
         self.progress::<A>();
